@@ -1,0 +1,129 @@
+"""The one interface every model adapter implements, and the registry of adapters.
+
+An adapter takes a batch of forced-choice queries and returns one output per
+query, in the same order (lm-evaluation-harness style). Baselines read the
+structured fields of a query (the option clips, the catalyst's preceding turn);
+language models read `system` and `parts`.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Clip:
+    """A decoded mono clip: float32 samples in [-1, 1] at `sampling_rate`."""
+
+    array: np.ndarray
+    sampling_rate: int
+    column: str  # the dataset column it came from, e.g. "turn4_audio_high"
+    text: str = ""  # transcript (history=text, oracle mode)
+    tone: str = ""  # TTS tone instruction (oracle mode)
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.array) / self.sampling_rate
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a user message: text, or an audio clip."""
+
+    kind: Literal["text", "audio"]
+    text: str = ""
+    clip: Clip | None = None
+
+
+@dataclass
+class ChoiceQuery:
+    """One forced-choice question (one dialogue, one round, one run, one order)."""
+
+    uid: str  # "<dialogue_id>/r<round>/run<k>/<order>", unique within a run
+    system: str  # system prompt (persona or default)
+    parts: list[Part]  # user message: text and audio interleaved
+    options: tuple[Clip, Clip]  # Option 1, Option 2 as presented
+    preceding: Clip | None = None  # the catalyst's turn right before the test turn
+    seed: int = 0  # per-query seed, derived from the run seed
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass
+class ModelOutput:
+    """What an adapter returns for one query."""
+
+    text: str | None = None  # raw generated text (generate mode)
+    choice: int | None = None  # 1 or 2 when the adapter chose directly (baselines, logprob)
+    option_logprobs: tuple[float, float] | None = None  # logprob mode
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_s: float = 0.0  # wall time of the call that produced it, per query
+    cost_usd: float | None = None
+    error: str | None = None  # set when the call failed for this query
+
+
+class ChoiceModel(abc.ABC):
+    """Base class of model adapters: batch in, list out, same order."""
+
+    name: str = "base"
+    modes: frozenset[str] = frozenset({"generate"})  # "generate" and/or "logprob"
+    needs_text_parts: bool = False  # True for text-only backends (oracle mode required)
+
+    @abc.abstractmethod
+    def generate(self, queries: list[ChoiceQuery]) -> list[ModelOutput]:
+        """Answer each query (generate mode: free text with the JSON answer)."""
+
+    def score(self, queries: list[ChoiceQuery]) -> list[ModelOutput]:
+        """Logprob mode: score the two possible answers in one forward pass per query."""
+        raise NotImplementedError(f"model {self.name!r} has no logprob mode")
+
+    def describe(self) -> dict:
+        """Adapter configuration recorded in results.json (never secrets)."""
+        return {"name": self.name}
+
+
+_REGISTRY: dict[str, Callable[..., ChoiceModel]] = {}
+
+
+def register(name: str) -> Callable[[Callable[..., ChoiceModel]], Callable[..., ChoiceModel]]:
+    """Class decorator adding an adapter factory under `name`; duplicates are an error."""
+
+    def add(factory: Callable[..., ChoiceModel]) -> Callable[..., ChoiceModel]:
+        if name in _REGISTRY:
+            raise ValueError(f"model name {name!r} is registered twice")
+        _REGISTRY[name] = factory
+        return factory
+
+    return add
+
+
+def known_models() -> list[str]:
+    """Registered adapter names (importing the adapter modules first)."""
+    _import_adapters()
+    return sorted(_REGISTRY)
+
+
+def build_model(name: str, **kwargs) -> ChoiceModel:
+    """Instantiate a registered adapter; unknown names fail with the list of known ones."""
+    _import_adapters()
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown model {name!r}; known models: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name](**kwargs)
+
+
+def _import_adapters() -> None:
+    # Adapter modules register themselves on import; heavy deps (torch,
+    # transformers, httpx) are imported inside the adapters' constructors.
+    import importlib
+    import pkgutil
+
+    import eval_scripts.models as pkg
+
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name != "base":
+            importlib.import_module(f"{pkg.__name__}.{info.name}")

@@ -1,0 +1,66 @@
+"""Audio I/O shared by the builders and the runner: decode encoded clips to arrays.
+
+Clips are stored as their original encoded bytes (MP3 for the published data,
+WAV for the embedded sample); decoding happens here, once, with torchcodec.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+
+class AudioDecodeError(ValueError):
+    """A clip that cannot be decoded or holds no samples; the message names it."""
+
+
+def decode_audio(source: bytes | str | os.PathLike, sampling_rate: int | None = None, *, name: str = "") -> tuple[np.ndarray, int]:
+    """Decode encoded audio (bytes or a file path) to mono float32 samples.
+
+    `sampling_rate` resamples when given; `name` labels errors (a file or column).
+    Returns (samples, sampling_rate).
+    """
+    from torchcodec.decoders import AudioDecoder
+
+    label = name or (str(source) if not isinstance(source, bytes) else "<bytes>")
+    if isinstance(source, (str, os.PathLike)):
+        source = Path(source)
+        if not source.is_file():
+            raise AudioDecodeError(f"{label}: no such audio file")
+        source = source.read_bytes()
+    if not source:
+        raise AudioDecodeError(f"{label}: empty audio (0 bytes)")
+    try:
+        decoder = AudioDecoder(source, sample_rate=sampling_rate, num_channels=1)
+        samples = decoder.get_all_samples()
+    except Exception as exc:  # torchcodec raises RuntimeError/ValueError variants
+        raise AudioDecodeError(f"{label}: cannot decode audio ({exc})") from exc
+    array = samples.data.numpy()[0].astype(np.float32, copy=False)
+    if array.size == 0:
+        raise AudioDecodeError(f"{label}: audio decodes to no samples")
+    return array, int(samples.sample_rate)
+
+
+def decode_value(value, sampling_rate: int | None = None, *, name: str = "") -> tuple[np.ndarray, int]:
+    """Decode a `datasets` audio cell: an undecoded {"bytes", "path"} dict or a torchcodec decoder."""
+    if isinstance(value, dict):
+        if value.get("bytes"):
+            return decode_audio(value["bytes"], sampling_rate, name=name or str(value.get("path") or ""))
+        if value.get("path"):
+            return decode_audio(value["path"], sampling_rate, name=name or value["path"])
+        raise AudioDecodeError(f"{name or 'audio cell'}: neither bytes nor path")
+    if value is None:
+        raise AudioDecodeError(f"{name or 'audio cell'}: missing clip")
+    # A decoded cell (torchcodec AudioDecoder) supports item access.
+    array = np.asarray(value["array"], dtype=np.float32)
+    sr = int(value["sampling_rate"])
+    if array.ndim > 1:
+        array = array.mean(axis=0)
+    if sampling_rate and sampling_rate != sr:
+        import librosa
+
+        array = librosa.resample(array, orig_sr=sr, target_sr=sampling_rate).astype(np.float32)
+        sr = sampling_rate
+    return array, sr

@@ -1,0 +1,39 @@
+"""Shared test fixtures: project-local caches and the authors' real data in ../shared."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
+REAL_RAW_DIR = SHARED_DATA / "speecheq-arena-v1"
+MODEL_RESPONSES_DIR = SHARED_DATA / "model-responses"
+
+# Keep every cache inside the project: tests never write to ~/.cache.
+# (Set here, in the test harness; the library itself never overrides HF_HOME.)
+_CACHE = PROJECT_ROOT / ".cache"
+os.environ["HF_HOME"] = str(_CACHE / "hf")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("MPLCONFIGDIR", str(_CACHE / "matplotlib"))
+os.environ.setdefault("NUMBA_CACHE_DIR", str(_CACHE / "numba"))
+
+
+@pytest.fixture(scope="session")
+def real_raw_dir() -> Path:
+    """The 45 real v1 dialogues (read-only: copy before changing anything)."""
+    if not REAL_RAW_DIR.is_dir():
+        pytest.fail(f"real data missing at {REAL_RAW_DIR}: the tests need ../shared beside the checkout")
+    return REAL_RAW_DIR
+
+
+@pytest.fixture(scope="session")
+def model_responses_dir() -> Path:
+    """The authors' recorded outputs of three systems on 15 v2 dialogues."""
+    if not MODEL_RESPONSES_DIR.is_dir():
+        pytest.fail(f"real model outputs missing at {MODEL_RESPONSES_DIR}")
+    return MODEL_RESPONSES_DIR
