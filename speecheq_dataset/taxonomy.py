@@ -73,7 +73,8 @@ def subscale(slug: str) -> Subscale:
 
 def subscale_from_eq_scale(eq_scale: str) -> Subscale:
     """The subscale named by a raw `eq_scale` string such as "Interpersonal - Empathy"."""
-    key = re.sub(r"\s*-\s*", " - ", eq_scale.strip()).lower()
+    # Only a spaced dash separates composite and subscale: "Self-Expression" keeps its own dash.
+    key = re.sub(r"\s+-\s+", " - ", eq_scale.strip()).lower()
     try:
         return _BY_EQ_SCALE[key]
     except KeyError:
