@@ -16,6 +16,10 @@ class AudioDecodeError(ValueError):
     """A clip that cannot be decoded or holds no samples; the message names it."""
 
 
+class EmptyAudioError(AudioDecodeError):
+    """A clip with no content: zero bytes, or a valid container that decodes to no samples."""
+
+
 def decode_audio(source: bytes | str | os.PathLike, sampling_rate: int | None = None, *, name: str = "") -> tuple[np.ndarray, int]:
     """Decode encoded audio (bytes or a file path) to mono float32 samples.
 
@@ -31,7 +35,7 @@ def decode_audio(source: bytes | str | os.PathLike, sampling_rate: int | None = 
             raise AudioDecodeError(f"{label}: no such audio file")
         source = source.read_bytes()
     if not source:
-        raise AudioDecodeError(f"{label}: empty audio (0 bytes)")
+        raise EmptyAudioError(f"{label}: empty audio (0 bytes)")
     try:
         decoder = AudioDecoder(source, sample_rate=sampling_rate, num_channels=1)
         samples = decoder.get_all_samples()
@@ -39,7 +43,7 @@ def decode_audio(source: bytes | str | os.PathLike, sampling_rate: int | None = 
         raise AudioDecodeError(f"{label}: cannot decode audio ({exc})") from exc
     array = samples.data.numpy()[0].astype(np.float32, copy=False)
     if array.size == 0:
-        raise AudioDecodeError(f"{label}: audio decodes to no samples")
+        raise EmptyAudioError(f"{label}: audio decodes to no samples")
     return array, int(samples.sample_rate)
 
 
