@@ -1,0 +1,73 @@
+"""SpeechEQ metric: forced-choice accuracies, SEQ and EMO-Reasoning scores (SPEC §6-7).
+
+The formulas live in small numpy modules (accuracy, seq, dtw, ers); the
+`evaluate` wrapper is `speecheq_metric/speecheq_metric.py`. Load it with
+`evaluate.load("speecheq_metric")` from a checkout root, or from anywhere with
+`evaluate.load(speecheq_metric.MODULE_PATH)`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .accuracy import forced_choice_metrics
+from .accuracy import majority_vote
+from .accuracy import score_choices
+from .dtw import dtw_distance
+from .dtw import dtw_many
+from .dtw import dtw_python
+from .dtw import fastdtw_distance
+from .ers import CATEGORICAL_MATRIX
+from .ers import DialogueScores
+from .ers import ERSParams
+from .ers import TurnScores
+from .ers import as_vad
+from .ers import categorical_ers
+from .ers import ers_dialogues
+from .ers import ers_summary
+from .ers import ers_turns
+from .ers import perceptual_ers
+from .ers import read_vad_csv
+from .seq import ReferenceCohort
+from .seq import freeze_cohort
+from .seq import rank_agreement
+from .seq import seq_per_subscale
+from .seq import seq_report
+from .seq import seq_scores
+from .seq import spearman_rho
+from .taxonomy import COMPOSITE_SUBSCALES
+from .taxonomy import SUBSCALE_TO_COMPOSITE
+
+# The folder holding speecheq_metric.py: pass it to evaluate.load from an installed package.
+MODULE_PATH: str = str(Path(__file__).resolve().parent)
+
+__all__ = [
+    "CATEGORICAL_MATRIX",
+    "COMPOSITE_SUBSCALES",
+    "DialogueScores",
+    "ERSParams",
+    "MODULE_PATH",
+    "ReferenceCohort",
+    "SUBSCALE_TO_COMPOSITE",
+    "TurnScores",
+    "as_vad",
+    "categorical_ers",
+    "dtw_distance",
+    "dtw_many",
+    "dtw_python",
+    "ers_dialogues",
+    "ers_summary",
+    "ers_turns",
+    "fastdtw_distance",
+    "forced_choice_metrics",
+    "freeze_cohort",
+    "majority_vote",
+    "perceptual_ers",
+    "rank_agreement",
+    "read_vad_csv",
+    "score_choices",
+    "seq_per_subscale",
+    "seq_report",
+    "seq_scores",
+    "spearman_rho",
+]
