@@ -1,0 +1,193 @@
+"""`prosody`: shortcut baselines that pick an option by one fixed delivery rule.
+
+No weights, no text, no understanding: each rule looks only at the two option
+clips (and, for the catalyst rules, the catalyst's turn right before the test
+turn). They measure how far SpeechEQ can be solved by delivery alone (SPEC §9):
+in the published data resonant clips were synthesised "calm, warm, patient"
+and dissonant ones "sharp, loud, rushed", so pace and loudness leak the label.
+Every report shows these beside the models.
+
+Rules (`--model-args rule=NAME`):
+- slower / faster: the longer / shorter clip (silence-trimmed duration);
+- quieter / louder: the lower / higher RMS level (dB);
+- lower_pitch / higher_pitch: the lower / higher mean F0 (log domain);
+- closest_to_catalyst / farthest_from_catalyst: the option whose delivery is
+  nearest to / farthest from the catalyst's preceding turn, in a fixed
+  standardised space: pitch, level, spectral centroid, ZCR and MFCC gaps each
+  divided by its contrast_v1 threshold (duration is left out: it depends on the words).
+
+Undecidable cases (equal values, an unvoiced clip for a pitch rule, no
+preceding turn for a catalyst rule) are broken by the query's seed, so runs are
+deterministic. Features come from speecheq_dataset.acoustics.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+from collections import OrderedDict
+
+import numpy as np
+
+from eval_scripts.models.base import ChoiceModel, ChoiceQuery, Clip, ModelOutput, register
+from speecheq_dataset import acoustics
+from speecheq_dataset.acoustics import ClipFeatures
+
+logger = logging.getLogger(__name__)
+
+# rule -> (feature attribute, +1 to pick the larger value / -1 the smaller)
+FEATURE_RULES: dict[str, tuple[str, int]] = {
+    "slower": ("duration_s", +1),
+    "faster": ("duration_s", -1),
+    "quieter": ("rms_db", -1),
+    "louder": ("rms_db", +1),
+    "lower_pitch": ("pitch_hz", -1),
+    "higher_pitch": ("pitch_hz", +1),
+}
+# rule -> +1 to pick the option farther from the catalyst's turn, -1 the nearer one
+CATALYST_RULES: dict[str, int] = {"closest_to_catalyst": -1, "farthest_from_catalyst": +1}
+RULES: tuple[str, ...] = (*FEATURE_RULES, *CATALYST_RULES)
+DEFAULT_RULE = "slower"
+
+
+def seed_tiebreak(seed: int) -> int:
+    """The option (1 or 2) a query's seed picks when a rule cannot decide."""
+    return 1 + int(np.random.default_rng(seed).integers(2))
+
+
+def rule_scores(rule: str, options: tuple[ClipFeatures, ClipFeatures], preceding: ClipFeatures | None = None) -> tuple[float, float]:
+    """The two numbers a rule compares; the option with the larger score wins (NaN = undecidable)."""
+    if rule in FEATURE_RULES:
+        attribute, sign = FEATURE_RULES[rule]
+        return sign * getattr(options[0], attribute), sign * getattr(options[1], attribute)
+    if rule in CATALYST_RULES:
+        if preceding is None:
+            return float("nan"), float("nan")
+        sign = CATALYST_RULES[rule]
+        return tuple(sign * acoustics.delivery_distance(option, preceding) for option in options)  # type: ignore[return-value]
+    raise ValueError(f"unknown prosody rule {rule!r}; known rules: {', '.join(RULES)}")
+
+
+def choose_option(
+    rule: str, options: tuple[ClipFeatures, ClipFeatures], preceding: ClipFeatures | None = None, seed: int = 0
+) -> tuple[int, bool]:
+    """(chosen option 1 or 2, whether the seed decided) for one query under `rule`."""
+    first, second = rule_scores(rule, options, preceding)
+    if not (math.isfinite(first) and math.isfinite(second)) or math.isclose(first, second, rel_tol=1e-12, abs_tol=0.0):
+        return seed_tiebreak(seed), True
+    return (1 if first > second else 2), False
+
+
+class _FeatureCache:
+    """Features per distinct clip: the same clips recur across rounds, orders and runs."""
+
+    def __init__(self, max_items: int = 8192):
+        self._items: OrderedDict[str, ClipFeatures] = OrderedDict()
+        self._max_items = max_items
+
+    def get(self, clip: Clip) -> ClipFeatures:
+        samples = np.ascontiguousarray(clip.array, dtype=np.float32)
+        key = f"{clip.sampling_rate}:{hashlib.blake2b(samples.tobytes(), digest_size=16).hexdigest()}"
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        features = acoustics.clip_features(samples, clip.sampling_rate)
+        self._items[key] = features
+        if len(self._items) > self._max_items:
+            self._items.popitem(last=False)
+        return features
+
+
+def _profile(features: ClipFeatures) -> str:
+    pitch = f"{features.pitch_hz:.0f} Hz" if math.isfinite(features.pitch_hz) else "unvoiced"
+    return f"{features.duration_s:.2f} s, {features.rms_db:.1f} dB, pitch {pitch}"
+
+
+@register("prosody")
+class ProsodyBaseline(ChoiceModel):
+    """A fixed delivery rule over the option clips (see the module docstring)."""
+
+    name = "prosody"
+    modes = frozenset({"generate", "logprob"})
+
+    def __init__(self, rule: str = DEFAULT_RULE, **unused):
+        if rule not in RULES:
+            raise ValueError(f"unknown prosody rule {rule!r}; known rules: {', '.join(RULES)}")
+        if unused:
+            raise ValueError(f"prosody: unknown model args {sorted(unused)}; it takes only rule=")
+        self.rule = rule
+        self._cache = _FeatureCache()
+        self._needs_catalyst_warned = False
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "label": f"prosody:{self.rule}",
+            "rule": self.rule,
+            "kind": "shortcut baseline (delivery rule; no weights, no text)",
+            "features": "speecheq_dataset.acoustics",
+            "analysis_sr": acoustics.ANALYSIS_SR,
+            "distance_scale": acoustics.CONTRAST_V1.version if self.rule in CATALYST_RULES else None,
+        }
+
+    def _answer(self, query: ChoiceQuery) -> ModelOutput:
+        start = time.perf_counter()
+        options = (self._cache.get(query.options[0]), self._cache.get(query.options[1]))
+        preceding = None
+        if self.rule in CATALYST_RULES:
+            if query.preceding is None and not self._needs_catalyst_warned:
+                logger.warning("prosody:%s: query %s has no preceding catalyst turn; the seed decides", self.rule, query.uid)
+                self._needs_catalyst_warned = True
+            preceding = self._cache.get(query.preceding) if query.preceding is not None else None
+        choice, by_seed = choose_option(self.rule, options, preceding, query.seed)
+        reasoning = f"rule {self.rule}" + (": undecidable, seed tie-break" if by_seed else "")
+        text = json.dumps(
+            {
+                "acoustic_profile_1": _profile(options[0]),
+                "acoustic_profile_2": _profile(options[1]),
+                "situational_demand": "not considered (delivery rule)",
+                "reasoning": reasoning,
+                "selected": f"Option {choice}",
+            }
+        )
+        return ModelOutput(text=text, choice=choice, latency_s=time.perf_counter() - start)
+
+    def generate(self, queries: list[ChoiceQuery]) -> list[ModelOutput]:
+        return [self._answer(query) for query in queries]
+
+    def score(self, queries: list[ChoiceQuery]) -> list[ModelOutput]:
+        # A rule has no probabilities; the choice is the same in both modes.
+        return self.generate(queries)
+
+
+def measure_rule(rule: str, dialogues: list[dict[str, tuple[ClipFeatures, ClipFeatures, ClipFeatures | None]]], seed: int = 0) -> dict[str, float]:
+    """Accuracy of a rule on known pairs, without the runner.
+
+    Each dialogue maps "turn4" and "turn6" to (high-EQ features, low-EQ
+    features, preceding catalyst features). The high clip is shown as Option 1;
+    a rule compares values, so order matters only for seed tie-breaks
+    (counted in `ties`). Returns acc_turn4, acc_turn6, acc_all, acc_traj, ties, n_dialogues.
+    """
+    right = {"turn4": [], "turn6": []}
+    ties = 0
+    for index, dialogue in enumerate(dialogues):
+        for turn in right:
+            high, low, preceding = dialogue[turn]
+            choice, by_seed = choose_option(rule, (high, low), preceding, seed + 2 * index + (turn == "turn6"))
+            right[turn].append(choice == 1)
+            ties += by_seed
+    turn4, turn6 = np.array(right["turn4"]), np.array(right["turn6"])
+    n = len(dialogues)
+    if n == 0:
+        raise ValueError("measure_rule: no dialogues")
+    return {
+        "acc_turn4": float(turn4.mean()),
+        "acc_turn6": float(turn6.mean()),
+        "acc_all": float(np.concatenate([turn4, turn6]).mean()),
+        "acc_traj": float((turn4 & turn6).mean()),
+        "ties": ties,
+        "n_dialogues": n,
+    }
