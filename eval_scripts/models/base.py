@@ -73,6 +73,7 @@ class ChoiceModel(abc.ABC):
     name: str = "base"
     modes: frozenset[str] = frozenset({"generate"})  # "generate" and/or "logprob"
     needs_text_parts: bool = False  # True for text-only backends (oracle mode required)
+    sampling_rate: int | None = None  # the runner decodes clips at this rate (None: each file's own rate)
 
     @abc.abstractmethod
     def generate(self, queries: list[ChoiceQuery]) -> list[ModelOutput]:

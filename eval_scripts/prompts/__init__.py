@@ -1,0 +1,84 @@
+"""Versioned prompt templates of the forced-choice protocol (our own wording, SPEC §5)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+PROMPTS_DIR = Path(__file__).resolve().parent
+DEFAULT_TEMPLATE = PROMPTS_DIR / "forced_choice_v1.json"
+PERSONAS_FILE = PROMPTS_DIR / "personas_v1.json"
+TEMPLATE_KEYS = (
+    "system",
+    "round1",
+    "round2",
+    "history_line_audio",
+    "history_line_text",
+    "history_separator",
+    "option_audio",
+    "option_oracle",
+    "logprob_prefix",
+)
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A template file's texts plus the SHA-256 of its exact bytes."""
+
+    path: str
+    name: str
+    texts: dict[str, str]
+    sha256: str
+
+    def __getitem__(self, key: str) -> str:
+        return self.texts[key]
+
+
+def load_template(path: str | Path | None = None) -> PromptTemplate:
+    """Read a template JSON file (default: forced_choice_v1.json); missing keys are an error naming them."""
+    path = Path(path) if path else DEFAULT_TEMPLATE
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"prompt file {path}: cannot read ({exc})") from exc
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"prompt file {path}: not valid JSON ({exc})") from exc
+    missing = [k for k in TEMPLATE_KEYS if not isinstance(data.get(k), str)]
+    if missing:
+        raise ValueError(f"prompt file {path}: missing text keys {', '.join(missing)}")
+    return PromptTemplate(
+        path=str(path),
+        name=str(data.get("name") or path.stem),
+        texts={k: data[k] for k in TEMPLATE_KEYS},
+        sha256=hashlib.sha256(raw).hexdigest(),
+    )
+
+
+def persona_names() -> list[str]:
+    """The seven persona names of SPEC §5."""
+    return list(_personas())
+
+
+def persona_text(name: str) -> str:
+    """System prompt of a persona; unknown names fail with the list of known ones."""
+    personas = _personas()
+    if name not in personas:
+        raise ValueError(f"unknown persona {name!r}; known personas: {', '.join(personas)}")
+    return personas[name]
+
+
+def _personas() -> dict[str, str]:
+    return json.loads(PERSONAS_FILE.read_text(encoding="utf-8"))["personas"]
+
+
+def prompt_hash(template: PromptTemplate, system: str) -> str:
+    """Hash of what shapes every prompt: the template file's bytes and the system prompt in use."""
+    digest = hashlib.sha256()
+    digest.update(template.sha256.encode())
+    digest.update(b"\0")
+    digest.update(system.encode("utf-8"))
+    return digest.hexdigest()

@@ -1,0 +1,504 @@
+"""The evaluation runner: dataset -> prompts -> model -> parsed choices -> run directory.
+
+Sharded with accelerate (each process takes a contiguous slice of the pending
+dialogues), batched (longest queries first, results back in input order),
+resumable (per-rank append-only JSONL) and tolerant of broken clips (the
+dialogue fails with an error naming the clip; the run goes on).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from eval_scripts import protocol
+from eval_scripts import scoring
+from eval_scripts import store
+from eval_scripts.models.base import ChoiceModel
+from eval_scripts.models.base import ChoiceQuery
+from eval_scripts.models.base import Clip
+from eval_scripts.models.base import ModelOutput
+from eval_scripts.models.base import build_model
+from eval_scripts.parsing import parse_answer
+from eval_scripts.prompts import load_template
+from eval_scripts.prompts import persona_text
+from eval_scripts.prompts import prompt_hash
+from speecheq_dataset.columns import CLIP_COLUMNS
+from speecheq_dataset.columns import TEXT_COLUMNS
+from speecheq_dataset.columns import TONE_COLUMNS
+
+logger = logging.getLogger(__name__)
+
+SAMPLES_FILE = "samples.jsonl"
+RESULTS_FILE = "results.json"
+# Settings that may change between a run and its resumption without changing any answer.
+RESUMABLE_CHANGES = ("batch_size", "limit", "overwrite", "output_dir")
+VERSION_PACKAGES = ("speecheq", "torch", "transformers", "accelerate", "datasets", "numpy", "evaluate", "torchcodec")
+
+
+class DialogueError(RuntimeError):
+    """A dialogue that cannot be evaluated (a clip missing or undecodable); the message names it."""
+
+
+@dataclass
+class RunConfig:
+    """Every option of a run (the CLI fills it; tests build it directly)."""
+
+    model: str
+    output_dir: str
+    dataset: str | None = None
+    model_args: dict = field(default_factory=dict)
+    limit: int | None = None
+    seed: int = 0
+    batch_size: int = 1
+    inference: str = "sequential"
+    history: str = "audio"
+    orders: str = "random"
+    num_runs: int = 1
+    persona: str | None = None
+    prompt_file: str | None = None
+    choice_mode: str = "generate"  # "generate", "logprob" or "both"
+    oracle: bool = False
+    overwrite: bool = False
+    price_in: float | None = None  # USD per million input tokens
+    price_out: float | None = None  # USD per million output tokens
+    n_bootstrap: int = 1000
+
+    @property
+    def modes(self) -> list[str]:
+        return ["generate", "logprob"] if self.choice_mode == "both" else [self.choice_mode]
+
+    def validate(self) -> None:
+        """Reject impossible settings with a message naming the option."""
+        checks = {
+            "inference": (self.inference, ("sequential", "direct")),
+            "history": (self.history, ("audio", "text")),
+            "orders": (self.orders, ("random", "both")),
+            "choice_mode": (self.choice_mode, ("generate", "logprob", "both")),
+        }
+        for name, (value, allowed) in checks.items():
+            if value not in allowed:
+                raise ValueError(f"--{name.replace('_', '-')} must be one of {', '.join(allowed)}; got {value!r}")
+        if self.batch_size < 1:
+            raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
+        if self.num_runs < 1:
+            raise ValueError(f"--num-runs must be >= 1, got {self.num_runs}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit must be >= 1, got {self.limit}")
+
+    def public(self) -> dict:
+        """The config as recorded in results.json (model args without secret-looking keys)."""
+        out = dataclasses.asdict(self)
+        out["model_args"] = redact(self.model_args)
+        out.pop("n_bootstrap")
+        out.pop("overwrite")
+        return out
+
+
+def redact(args: dict) -> dict:
+    """Model args safe to write: values of keys that look like credentials are dropped."""
+    secret_words = ("key", "token", "secret", "password", "auth")
+    return {k: ("<redacted>" if any(w in k.lower() for w in secret_words) else v) for k, v in args.items()}
+
+
+def make_accelerator():
+    """An Accelerator that shards on CPU too (cpu=True when no GPU, else both processes would do everything)."""
+    import torch
+    from accelerate import Accelerator
+
+    return Accelerator(cpu=not torch.cuda.is_available())
+
+
+# ---------------------------------------------------------------- dialogues
+
+
+def dialogue_from_row(row: dict, sampling_rate: int | None) -> protocol.Dialogue:
+    """Decode the eight clips of a row (undecoded audio cells); DialogueError names a bad clip."""
+    from speecheq_dataset.audio import decode_value
+
+    dialogue_id = str(row["id"])
+    clips: dict[str, Clip] = {}
+    for column, tone_column in zip(CLIP_COLUMNS, TONE_COLUMNS):
+        cell = row.get(column)
+        where = f"dialogue {dialogue_id}, clip {column}"
+        if isinstance(cell, dict) and cell.get("path"):
+            where += f" ({cell['path']})"
+        if cell is None:
+            raise DialogueError(f"{where}: missing clip")
+        try:
+            array, rate = decode_value(cell, sampling_rate, name=where)
+        except Exception as exc:  # every decode failure becomes a failed dialogue, named
+            raise DialogueError(str(exc) if where in str(exc) else f"{where}: {exc}") from exc
+        turn = int(column[4])
+        clips[column] = Clip(
+            array=array,
+            sampling_rate=rate,
+            column=column,
+            text=str(row.get(f"turn{turn}_text") or ""),
+            tone=str(row.get(tone_column) or ""),
+        )
+    fields = {name: row.get(name) for name in protocol.SCENE_FIELDS + TEXT_COLUMNS}
+    return protocol.Dialogue(id=dialogue_id, subscale=str(row["subscale"]), fields=fields, clips=clips)
+
+
+# ---------------------------------------------------------------- model calls
+
+
+def query_size(query: ChoiceQuery) -> float:
+    """Rough prompt length in tokens (audio ~25 tokens/s, text ~4 chars/token), for longest-first batching."""
+    audio_s = sum(p.clip.duration_s for p in query.parts if p.kind == "audio" and p.clip is not None)
+    chars = len(query.system) + sum(len(p.text) for p in query.parts if p.kind == "text")
+    return 25.0 * audio_s + chars / 4.0
+
+
+def call_model(model: ChoiceModel, mode: str, queries: list[ChoiceQuery], batch_size: int) -> list[tuple[ModelOutput, float]]:
+    """Outputs in input order, batched longest-first; each with its share of the batch's wall time.
+
+    An exception from the adapter fails the queries of that batch (error recorded), not the run.
+    """
+    order = sorted(range(len(queries)), key=lambda i: (-query_size(queries[i]), i))
+    results: list[tuple[ModelOutput, float] | None] = [None] * len(queries)
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        batch = [queries[i] for i in idx]
+        began = time.perf_counter()
+        try:
+            outputs = model.generate(batch) if mode == "generate" else model.score(batch)
+            if len(outputs) != len(batch):
+                raise RuntimeError(f"adapter {model.name!r} returned {len(outputs)} outputs for {len(batch)} queries")
+        except Exception as exc:
+            logger.exception("model %s failed on a batch of %d (%s ...)", model.name, len(batch), batch[0].uid)
+            outputs = [ModelOutput(error=f"{type(exc).__name__}: {exc}") for _ in batch]
+        share = (time.perf_counter() - began) / len(batch)
+        for i, output in zip(idx, outputs):
+            if not output.latency_s:
+                output.latency_s = share * len(batch)
+            results[i] = (output, share)
+    return results  # type: ignore[return-value]
+
+
+def round_entry(query: ChoiceQuery, mode: str, output: ModelOutput, compute_s: float) -> dict:
+    """What samples.jsonl keeps of one answered query."""
+    if mode == "logprob" and output.text is None:
+        choice = output.choice if output.choice in (1, 2) else None
+        status = "logprob" if choice else ("error" if output.error else "invalid")
+        detail = output.error or ""
+    else:
+        parsed = parse_answer(output.text)
+        choice, status, detail = parsed.choice, parsed.status, parsed.detail
+        if output.error:
+            choice, status, detail = None, "error", output.error
+    levels = query.meta["levels"]
+    level = protocol.selected_level(levels, choice)
+    return {
+        "round": query.meta["round"],
+        "turn": query.meta["turn"],
+        "uid": query.uid,
+        "levels": levels,
+        "turn4_in_context": query.meta["turn4_in_context"],
+        "raw": output.text,
+        "parse_status": status,
+        "parse_detail": detail,
+        "choice": choice,
+        "selected_level": level,
+        "correct": level == "high",
+        "option_logprobs": list(output.option_logprobs) if output.option_logprobs else None,
+        "latency_s": output.latency_s,
+        "compute_s": compute_s,
+        "input_tokens": output.input_tokens,
+        "output_tokens": output.output_tokens,
+        "cost_usd": output.cost_usd,
+        "error": output.error,
+    }
+
+
+def evaluate_chunk(
+    model: ChoiceModel,
+    settings: protocol.ProtocolSettings,
+    dialogues: list[protocol.Dialogue],
+    trajectories: list[protocol.Trajectory],
+    batch_size: int,
+) -> list[dict]:
+    """Both rounds of every trajectory of a chunk of dialogues; one record per dialogue."""
+    rounds: dict[tuple[str, str], list[dict]] = {(d.id, t.key): [] for d in dialogues for t in trajectories}
+    for round_ in (1, 2):
+        for mode in sorted({t.mode for t in trajectories}):
+            jobs = []
+            for dialogue in dialogues:
+                for traj in (t for t in trajectories if t.mode == mode):
+                    turn4 = None
+                    if round_ == 2:
+                        turn4 = protocol.context_level(settings, rounds[(dialogue.id, traj.key)][0]["selected_level"])
+                    jobs.append(protocol.build_query(settings, dialogue, round_, traj, turn4))
+            for query, (output, share) in zip(jobs, call_model(model, mode, jobs, batch_size)):
+                key = (query.meta["dialogue_id"], query.meta["trajectory"])
+                rounds[key].append(round_entry(query, mode, output, share))
+    records = []
+    for dialogue in dialogues:
+        entries = [
+            {"mode": t.mode, "order": t.order, "run": t.run, "rounds": rounds[(dialogue.id, t.key)]} for t in trajectories
+        ]
+        errors = [rnd for e in entries for rnd in e["rounds"] if rnd["error"]]
+        record = {"id": dialogue.id, "subscale": dialogue.subscale, "status": "ok", "error": None, "trajectories": entries}
+        if errors:
+            record["status"] = "failed"
+            record["error"] = f"model error on {errors[0]['uid']}: {errors[0]['error']}"
+        else:
+            record["votes"] = {
+                mode: dict(zip(("turn4", "turn6"), _levels_of(scoring.dialogue_prediction(record, mode))))
+                for mode in sorted({t.mode for t in trajectories})
+            }
+        records.append(record)
+    return records
+
+
+def _levels_of(votes: list[int]) -> list[str | None]:
+    return [{1: "high", 2: "low"}.get(v) for v in votes]
+
+
+# ---------------------------------------------------------------- the run
+
+
+def model_kwargs(config: RunConfig) -> dict:
+    return dict(config.model_args)
+
+
+def check_model(model: ChoiceModel, config: RunConfig) -> None:
+    """Fail early on a model/option combination that cannot work."""
+    for mode in config.modes:
+        if mode not in model.modes:
+            raise ValueError(f"model {config.model!r} has no {mode!r} choice mode (it supports: {', '.join(sorted(model.modes))})")
+    if model.needs_text_parts and not (config.oracle and config.history == "text"):
+        raise ValueError(f"model {config.model!r} reads text only: run it with --oracle --history text")
+
+
+def identity(config: RunConfig, fingerprint: str, the_prompt_hash: str) -> dict:
+    """What must match for a run directory to be resumed."""
+    public = config.public()
+    for key in RESUMABLE_CHANGES:
+        public.pop(key, None)
+    return {"config": public, "dataset_fingerprint": fingerprint, "prompt_hash": the_prompt_hash}
+
+
+def prepare_run_dir(run_dir: Path, ident: dict, overwrite: bool, is_main: bool) -> None:
+    """Refuse to resume into a directory of a different run; wipe it with --overwrite (rank 0 writes)."""
+    config_path = run_dir / store.RUN_CONFIG
+    if config_path.is_file() and not overwrite:
+        previous = json.loads(config_path.read_text(encoding="utf-8"))
+        if previous != ident:
+            diffs = _differences(previous, ident)
+            raise ValueError(
+                f"{run_dir} holds a different run ({'; '.join(diffs)}); use another --output-dir, or --overwrite to start over"
+            )
+    if not is_main:
+        return
+    if overwrite:
+        for name in (store.SHARDS_DIR,):
+            shutil.rmtree(run_dir / name, ignore_errors=True)
+        for name in (SAMPLES_FILE, RESULTS_FILE, store.RUN_CONFIG):
+            (run_dir / name).unlink(missing_ok=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    store.write_json_atomic(config_path, ident)
+
+
+def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
+    diffs = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            diffs += _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            diffs.append(f"{prefix}{key}: {a!r} before, {b!r} now")
+    return diffs
+
+
+def package_versions() -> dict[str, str | None]:
+    versions = {}
+    for name in VERSION_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_hash() -> str | None:
+    """Commit of the checkout the runner runs from (+ '-dirty' with local changes); None outside git."""
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10)
+        return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def load_dataset_rows(config: RunConfig):
+    """The dataset with audio left undecoded (the runner decodes per dialogue, at the model's rate)."""
+    import datasets
+
+    from speecheq_dataset.loading import load_speecheq
+
+    ds = load_speecheq(config.dataset)
+    for column in CLIP_COLUMNS:
+        ds = ds.cast_column(column, datasets.Audio(decode=False))
+    if config.limit is not None:
+        ds = ds.select(range(min(config.limit, len(ds))))
+    return ds
+
+
+def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, progress: bool = True) -> dict | None:
+    """Run (or resume) an evaluation; returns results.json's content on the main process, None elsewhere.
+
+    `model` and `dataset` may be given ready-made (tests, the demo); else they come from the config.
+    """
+    from accelerate.utils import gather_object
+    from tqdm.auto import tqdm
+
+    from speecheq_dataset.loading import dataset_fingerprint
+
+    config.validate()
+    accelerator = make_accelerator()
+    is_main = accelerator.is_main_process
+    run_dir = Path(config.output_dir)
+
+    template = load_template(config.prompt_file)
+    system = persona_text(config.persona) if config.persona else template["system"]
+    the_prompt_hash = prompt_hash(template, system)
+    if model is None:
+        model = build_model(config.model, **model_kwargs(config))
+    check_model(model, config)
+    if dataset is None:
+        dataset = load_dataset_rows(config)
+    elif config.limit is not None:
+        dataset = dataset.select(range(min(config.limit, len(dataset))))
+    fingerprint = dataset_fingerprint(dataset)
+    ident = identity(config, fingerprint, the_prompt_hash)
+    prepare_run_dir(run_dir, ident, config.overwrite, is_main)
+    accelerator.wait_for_everyone()
+
+    ids = [str(i) for i in dataset["id"]]
+    previous = {}
+    for record in store.read_shards(run_dir):
+        if record["id"] in ids and (record["status"] == "ok" or record["id"] not in previous):
+            previous[record["id"]] = record
+    done = {i for i, r in previous.items() if r["status"] == "ok"}
+    pending = [k for k, i in enumerate(ids) if i not in done]
+    if is_main and done:
+        logger.info("resuming %s: %d of %d dialogues already done", run_dir, len(done), len(ids))
+
+    settings = protocol.ProtocolSettings(
+        template=template, system=system, seed=config.seed, inference=config.inference, history=config.history, oracle=config.oracle
+    )
+    trajectories = protocol.plan_trajectories(config.modes, config.orders, config.num_runs)
+    chunk_size = max(1, config.batch_size) * 2
+    new_records: list[dict] = []
+    with accelerator.split_between_processes(pending) as mine:
+        mine = list(mine)
+        bar = tqdm(
+            total=len(mine),
+            disable=not (is_main and progress),
+            unit="dlg",
+            desc=f"{config.model} (rank 0 of {accelerator.num_processes})",
+            dynamic_ncols=True,
+        )
+        with store.ShardWriter(store.shard_path(run_dir, accelerator.process_index)) as writer:
+            for start in range(0, len(mine), chunk_size):
+                chunk = mine[start : start + chunk_size]
+                dialogues, failed = [], []
+                for k in chunk:
+                    row = dataset[k]
+                    try:
+                        dialogues.append(dialogue_from_row(row, model.sampling_rate))
+                    except DialogueError as exc:
+                        logger.error("%s", exc)
+                        failed.append({"id": str(row["id"]), "subscale": str(row["subscale"]), "status": "failed", "error": str(exc), "trajectories": []})
+                records = evaluate_chunk(model, settings, dialogues, trajectories, config.batch_size) if dialogues else []
+                by_id = {r["id"]: r for r in records + failed}
+                for k in chunk:  # dataset order within the chunk
+                    record = by_id[ids[k]]
+                    writer.append(record)
+                    new_records.append(record)
+                bar.update(len(chunk))
+        bar.close()
+    gathered = gather_object(new_records) if accelerator.num_processes > 1 else new_records
+    accelerator.wait_for_everyone()
+    if not is_main:
+        return None
+    final = dict(previous)
+    for record in gathered:
+        if record["status"] == "ok" or final.get(record["id"], {}).get("status") != "ok":
+            final[record["id"]] = record
+    ordered = [final[i] for i in ids if i in final]
+    results = build_results(config, model, ordered, fingerprint, the_prompt_hash, template, accelerator.num_processes)
+    store.write_jsonl_atomic(run_dir / SAMPLES_FILE, ordered)
+    store.write_json_atomic(run_dir / RESULTS_FILE, results)
+    return results
+
+
+def build_results(config, model, records, fingerprint, the_prompt_hash, template, num_processes) -> dict:
+    """results.json: metrics, breakdowns, provenance and deployment figures."""
+    summary = scoring.summarise(
+        records,
+        modes=config.modes,
+        orders=config.orders,
+        seed=config.seed,
+        n_bootstrap=config.n_bootstrap,
+        price_in=config.price_in,
+        price_out=config.price_out,
+    )
+    description = model.describe()
+    results = {
+        "model": description,
+        "label": model_label(config, description),
+        "config": config.public(),
+        "metrics": summary.pop("metrics"),
+        "per_subscale": summary.pop("per_subscale"),
+        "per_composite": summary.pop("per_composite"),
+        **summary,
+        "seed": config.seed,
+        "prompt_hash": the_prompt_hash,
+        "prompt_template": {"name": template.name, "path": template.path, "sha256": template.sha256},
+        "dataset_fingerprint": fingerprint,
+        "versions": package_versions(),
+        "git_hash": git_hash(),
+        "num_processes": num_processes,
+        "failed_dialogues": [{"id": r["id"], "error": r["error"]} for r in records if r["status"] != "ok"],
+    }
+    if "by_order" not in results:
+        results["by_order"] = None
+        results["position_bias_rate"] = None
+    return results
+
+
+def model_label(config: RunConfig, description: dict) -> str:
+    """Display name: the adapter's own label, else its name with the notable settings."""
+    label = description.get("label") or config.model
+    extras = []
+    if config.persona:
+        extras.append(f"persona={config.persona}")
+    if config.inference != "sequential":
+        extras.append(config.inference)
+    if config.history != "audio":
+        extras.append(f"history={config.history}")
+    if config.oracle:
+        extras.append("oracle")
+    if config.choice_mode != "generate":
+        extras.append(config.choice_mode)
+    return label + (f" [{', '.join(extras)}]" if extras else "")
+
+
+def samples_path(run_dir: str | os.PathLike) -> Path:
+    return Path(run_dir) / SAMPLES_FILE
