@@ -105,7 +105,7 @@ def as_trajectory(x: Sequence[float] | np.ndarray, *, name: str = "series") -> n
         raise ValueError(f"{name} is empty: DTW needs at least one frame")
     if not np.isfinite(arr).all():
         bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-        raise ValueError(f"{name} has a non-finite value {arr[bad]!r} at frame {bad}")
+        raise ValueError(f"{name} has a non-finite value {float(arr[bad])!r} at frame {bad}")
     return arr
 
 

@@ -145,7 +145,7 @@ def _checked_vad(arr: np.ndarray, *, name: str) -> np.ndarray:
         raise ValueError(f"{name}: empty trajectory (a turn needs at least one second of VAD)")
     if not np.isfinite(arr).all():
         dim, t = (int(v[0]) for v in np.nonzero(~np.isfinite(arr)))
-        raise ValueError(f"{name}: {DIMENSIONS[dim]} is {arr[dim, t]!r} at second {t}; drop or interpolate such frames first")
+        raise ValueError(f"{name}: {DIMENSIONS[dim]} is {float(arr[dim, t])!r} at second {t}; drop or interpolate such frames first")
     return np.ascontiguousarray(arr)
 
 
