@@ -1,0 +1,74 @@
+"""`speecheq dataset build|sample|push`: raw generator output -> Hub folder -> the Hub."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+logger = logging.getLogger(__name__)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="speecheq dataset", description="Build, sample and push the SpeechEQ dataset.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    build = sub.add_parser("build", help="raw generator output -> Hub dataset repository folder")
+    build.add_argument("raw_dir", metavar="RAW_DIR", help="folder of <subscale_slug>/<dataset_id>/metadata.json + audio/01..08")
+    build.add_argument("out_dir", metavar="OUT_DIR", help="export folder (README.md + data/*.parquet); replaced if it is an export")
+    build.add_argument("--strict", action="store_true", help="fail on the first faulty dialogue folder instead of skipping it")
+    build.add_argument("--max-shard-mb", type=int, default=256, help="upper bound of one parquet shard (MB, default 256)")
+    sample = sub.add_parser("sample", help="render the embedded sample (espeak-ng, offline) and export it")
+    sample.add_argument("out_dir", metavar="OUT_DIR")
+    push = sub.add_parser("push", help="upload an exported folder to a Hub dataset repo (token from HF_TOKEN)")
+    push.add_argument("out_dir", metavar="OUT_DIR")
+    push.add_argument("--repo-id", required=True, help="e.g. SpeechEQ/SpeechEQ")
+    push.add_argument("--dry-run", action="store_true", help="list what would be uploaded; no network")
+    push.add_argument("--private", action="store_true", help="create the repo as private")
+    return parser
+
+
+def _rejection_report(rejected) -> str:
+    lines = [f"Rejected {len(rejected)} dialogue folder(s):"]
+    width = max(len(r.code) for r in rejected)
+    lines += [f"  {r.code:<{width}}  {r.folder}\n  {'':<{width}}  {r.message.split(': ', 2)[-1]}" for r in rejected]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `speecheq dataset ...`; returns the exit status."""
+    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    from speecheq_dataset.raw import RawDialogueError
+
+    from .export import build_export
+    from .export import export_sample
+    from .export import summarize
+    from .push import push_folder
+
+    try:
+        if args.command == "build":
+            if args.max_shard_mb <= 0:
+                raise ValueError(f"--max-shard-mb must be positive, got {args.max_shard_mb}")
+            result = build_export(args.raw_dir, args.out_dir, strict=args.strict, max_shard_bytes=args.max_shard_mb * 2**20)
+            print(summarize(result))
+            if result.rejected:
+                print(_rejection_report(result.rejected), file=sys.stderr)
+        elif args.command == "sample":
+            print(summarize(export_sample(args.out_dir)))
+        elif args.command == "push":
+            plan = push_folder(args.out_dir, args.repo_id, dry_run=args.dry_run, private=args.private)
+            verb = "Would upload" if args.dry_run else "Uploaded"
+            total = sum(f.size_bytes for f in plan)
+            print(f"{verb} {len(plan)} files ({total / 1e6:.1f} MB) to https://huggingface.co/datasets/{args.repo_id}:")
+            for f in plan:
+                print(f"  {f.path_in_repo}  ({f.size_bytes / 1e6:.2f} MB)")
+    except RawDialogueError as exc:
+        print(f"speecheq dataset {args.command}: rejected (strict): {exc}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError, PermissionError, RuntimeError) as exc:
+        print(f"speecheq dataset {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
