@@ -203,8 +203,8 @@ def _minmax_scores(costs: np.ndarray, bounds: tuple[float, float] | None, what: 
     """norm(-cost) of the paper: 1 at the lowest cost of the batch, 0 at the highest.
 
     With frozen `bounds` (lowest, highest cost) the score is clipped to [0, 1].
-    A batch whose costs are all equal has no range: every score is 1.0 and a
-    warning says so (pass `norm_bounds` to score single turns meaningfully).
+    A batch whose costs are all equal has no range: every score is 1.0 (with a
+    warning unless all costs are 0; pass `norm_bounds` to score single turns).
     """
     if costs.size == 0:
         return costs
@@ -214,6 +214,8 @@ def _minmax_scores(costs: np.ndarray, bounds: tuple[float, float] | None, what: 
             raise ValueError(f"norm_bounds[{what!r}] = {bounds!r}: need lowest < highest cost")
         return np.clip((hi - costs) / (hi - lo), 0.0, 1.0)
     lo, hi = float(costs.min()), float(costs.max())
+    if hi == lo == 0.0:
+        return np.ones_like(costs)  # nothing to penalise anywhere: every turn is at the best score
     if hi == lo:
         warnings.warn(
             f"paper {what}: all {costs.size} costs are equal ({lo}), min-max normalisation has no range; scores set to 1.0",
