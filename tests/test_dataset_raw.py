@@ -1,0 +1,219 @@
+"""Raw generator output: validation faults, v2 metadata, strict vs default builds (SPEC §2.1)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from speecheq_dataset import raw
+from speecheq_dataset.builder import SpeechEQConfig
+from speecheq_dataset.builder import build_raw
+from speecheq_dataset.columns import CLIP_COLUMNS
+from speecheq_dataset.taxonomy import SUBSCALES
+from speecheq_dataset.taxonomy import subscale_from_eq_scale
+
+# A real dialogue used as the base of every fault (copied, never edited in place).
+BASE_SLUG = "self_expression_independence"
+BASE_ID = "20251208_215232_000054_09b6cb8e"
+
+
+def _copy_dialogue(real_raw_dir: Path, dest_root: Path, slug: str = BASE_SLUG, dialogue_id: str = BASE_ID) -> Path:
+    folder = dest_root / slug / dialogue_id
+    shutil.copytree(real_raw_dir / slug / dialogue_id, folder)
+    for path in folder.rglob("*"):
+        path.chmod(0o644 if path.is_file() else 0o755)  # the shared data is read-only
+    folder.chmod(0o755)
+    return folder
+
+
+def _edit_metadata(folder: Path, edit) -> None:
+    path = folder / "metadata.json"
+    metadata = json.loads(path.read_text())
+    edit(metadata)
+    path.write_text(json.dumps(metadata))
+
+
+def _delete_clip(folder: Path) -> None:
+    (folder / "audio" / "05.mp3").unlink()
+
+
+def _add_extra_clip(folder: Path) -> None:
+    shutil.copy(folder / "audio" / "08.mp3", folder / "audio" / "09.mp3")
+
+
+def _duplicate_clip(folder: Path) -> None:
+    shutil.copy(folder / "audio" / "04.mp3", folder / "audio" / "04.wav")
+
+
+def _garble_clip(folder: Path) -> None:
+    (folder / "audio" / "03.mp3").write_bytes(b"this is not audio at all " * 40)
+
+
+def _empty_clip(folder: Path) -> None:
+    (folder / "audio" / "02.mp3").write_bytes(b"")
+
+
+def _candidate_texts_differ(folder: Path) -> None:
+    def edit(m):
+        low = next(e for e in m["audio_files"] if e["sentence_number"] == 6 and e["eq_level"] == "low")
+        low["text"] = low["text"] + " Seriously."
+
+    _edit_metadata(folder, edit)
+
+
+def _conversation_differs(folder: Path) -> None:
+    _edit_metadata(folder, lambda m: m["conversation"][1].update(text="Something else entirely."))
+
+
+def _unknown_eq_scale(folder: Path) -> None:
+    _edit_metadata(folder, lambda m: m.update(eq_scale="Interpersonal - Telepathy"))
+
+
+def _unknown_folder_slug(folder: Path) -> Path:
+    target = folder.parent.parent / "interpersonal_telepathy" / folder.name
+    target.parent.mkdir()
+    folder.rename(target)
+    return target
+
+
+def _bad_json(folder: Path) -> None:
+    (folder / "metadata.json").write_text("{not json")
+
+
+def _bad_valence(folder: Path) -> None:
+    _edit_metadata(folder, lambda m: m["scenario"].update(scenario_valence="Ecstatic"))
+
+
+FAULTS = [
+    # (fault, mutation, expected error, words the message must contain)
+    ("missing clip", _delete_clip, raw.MissingClipError, "05"),
+    ("extra clip", _add_extra_clip, raw.ExtraClipError, "09.mp3"),
+    ("clip twice", _duplicate_clip, raw.ExtraClipError, "04"),
+    ("undecodable clip", _garble_clip, raw.UndecodableClipError, "03.mp3"),
+    ("empty clip", _empty_clip, raw.EmptyClipError, "02.mp3"),
+    ("candidate texts differ", _candidate_texts_differ, raw.CandidateTextMismatchError, "turn 6"),
+    ("conversation vs audio_files", _conversation_differs, raw.TurnTextMismatchError, "turn 2"),
+    ("unknown eq_scale", _unknown_eq_scale, raw.UnknownSubscaleError, "Telepathy"),
+    ("unknown folder slug", _unknown_folder_slug, raw.UnknownSubscaleError, "interpersonal_telepathy"),
+    ("metadata not JSON", _bad_json, raw.MetadataError, "not valid JSON"),
+    ("unknown valence", _bad_valence, raw.MetadataError, "Ecstatic"),
+]
+
+
+@pytest.mark.parametrize(("fault", "mutate", "error", "words"), FAULTS, ids=[f[0] for f in FAULTS])
+def test_each_fault_yields_its_named_error(real_raw_dir, tmp_path, fault, mutate, error, words):
+    folder = _copy_dialogue(real_raw_dir, tmp_path)
+    folder = mutate(folder) or folder
+    with pytest.raises(error) as caught:
+        raw.read_dialogue(folder)
+    message = str(caught.value)
+    assert str(folder) in message, "the error names the folder"
+    assert error.code in message, "the error names the fault kind"
+    assert words in message, f"the error names the bad value ({words!r})"
+
+
+def test_unmodified_copy_is_valid(real_raw_dir, tmp_path):
+    folder = _copy_dialogue(real_raw_dir, tmp_path)
+    dialogue = raw.read_dialogue(folder)
+    assert dialogue.id == BASE_ID
+    assert dialogue.fields["subscale"] == BASE_SLUG
+    assert dialogue.fields["generation_version"] == "v1"
+    assert dialogue.fields["scenario_valence"] is None
+    assert dialogue.fields["turn4_tone_low"] == "Speak with a tense, controlling tone, displaying anxiety and irritation."
+    assert [p.name for p in dialogue.clip_paths] == [f"{i:02d}.mp3" for i in range(1, 9)]
+    assert dialogue.fields["duration_s"] == pytest.approx(sum(dialogue.clip_durations))
+
+
+def test_v2_metadata_fields_and_untrusted_audio_path(real_raw_dir, tmp_path):
+    folder = _copy_dialogue(real_raw_dir, tmp_path)
+
+    def to_v2(m):
+        m["scenario"].update(scenario_valence="Conflict", target_social_intent="Hold the boundary kindly.")
+        m["generation_metadata"]["generation_version"] = "v2"
+        for entry in m["audio_files"]:
+            entry["audio_path"] = "/home/author/does/not/exist/" + entry["audio_path"].rsplit("/", 1)[-1]
+
+    _edit_metadata(folder, to_v2)
+    fields = raw.read_dialogue(folder).fields
+    assert (fields["scenario_valence"], fields["target_social_intent"], fields["generation_version"]) == (
+        "Conflict",
+        "Hold the boundary kindly.",
+        "v2",
+    )
+
+
+def test_whitespace_layout_is_not_a_text_mismatch(real_raw_dir, tmp_path):
+    folder = _copy_dialogue(real_raw_dir, tmp_path)
+    _edit_metadata(folder, lambda m: m["conversation"][0].update(text="  " + m["conversation"][0]["text"].replace(" ", "  ") + "\n"))
+    raw.read_dialogue(folder)
+
+
+@pytest.mark.parametrize("sub", SUBSCALES, ids=[s.slug for s in SUBSCALES])
+def test_every_eq_scale_string_resolves(sub):
+    assert subscale_from_eq_scale(sub.eq_scale) is sub
+    assert subscale_from_eq_scale(f"  {sub.composite.name}   -  {sub.name} ") is sub
+
+
+def _three_dialogues(real_raw_dir: Path, root: Path) -> list[Path]:
+    picks = sorted(real_raw_dir.glob("*/*/metadata.json"))[:3]
+    return [_copy_dialogue(real_raw_dir, root, p.parent.parent.name, p.parent.name) for p in picks]
+
+
+def test_default_build_skips_and_reports_faulty_folders(real_raw_dir, tmp_path):
+    folders = _three_dialogues(real_raw_dir, tmp_path / "raw")
+    _garble_clip(folders[1])
+    dataset, rejected = build_raw(tmp_path / "raw", cache_dir=tmp_path / "cache")
+    assert len(dataset) == 2
+    assert set(dataset["id"]) == {folders[0].name, folders[2].name}
+    assert [(r.folder, r.code) for r in rejected] == [(folders[1], "undecodable_clip")]
+    # A cache hit still reports the rejection.
+    _, rejected_again = build_raw(tmp_path / "raw", cache_dir=tmp_path / "cache")
+    assert [(r.folder, r.code) for r in rejected_again] == [(folders[1], "undecodable_clip")]
+
+
+def test_strict_build_fails_on_first_fault_with_named_error(real_raw_dir, tmp_path):
+    folders = _three_dialogues(real_raw_dir, tmp_path / "raw")
+    _candidate_texts_differ(folders[2])
+    with pytest.raises(raw.CandidateTextMismatchError, match=folders[2].name):
+        build_raw(tmp_path / "raw", strict=True, cache_dir=tmp_path / "cache")
+
+
+def test_duplicate_ids_are_rejected(real_raw_dir, tmp_path):
+    folders = _three_dialogues(real_raw_dir, tmp_path / "raw")
+    twin = folders[0].parent / "copy_of_first"
+    shutil.copytree(folders[0], twin)
+    dialogues = list(raw.iter_dialogues(tmp_path / "raw", rejected=(rejected := [])))
+    assert len(dialogues) == 3
+    assert [(r.folder, r.code) for r in rejected] == [(twin, "duplicate_id")]
+
+
+def test_changed_raw_folder_is_rebuilt_not_served_stale(real_raw_dir, tmp_path):
+    folders = _three_dialogues(real_raw_dir, tmp_path / "raw")
+    first, _ = build_raw(tmp_path / "raw", cache_dir=tmp_path / "cache")
+    shutil.rmtree(folders[0])
+    second, _ = build_raw(tmp_path / "raw", cache_dir=tmp_path / "cache")
+    assert (len(first), len(second)) == (3, 2)
+
+
+def test_config_errors_name_the_bad_value(tmp_path):
+    with pytest.raises(TypeError, match="'yes'"):
+        SpeechEQConfig(data_dir=str(tmp_path), strict="yes")
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        SpeechEQConfig(data_dir=str(tmp_path / "nowhere"))
+    with pytest.raises(ValueError, match="data_dir"):
+        SpeechEQConfig()
+
+
+def test_folder_without_dialogues_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match=str(tmp_path)):
+        raw.find_dialogue_folders(tmp_path)
+    with pytest.raises(FileNotFoundError, match="missing"):
+        raw.find_dialogue_folders(tmp_path / "missing")
+
+
+def test_clip_slots_follow_column_order():
+    assert [f"{n}{lvl}" for _, n, lvl in raw.CLIP_SLOTS] == ["1high", "2high", "3high", "4high", "4low", "5high", "6high", "6low"]
+    assert len(CLIP_COLUMNS) == len(raw.CLIP_SLOTS)
