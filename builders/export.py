@@ -93,7 +93,8 @@ def compute_statistics(subscales: list[str], valences: list[str | None], duratio
     for sub, val, dur in zip(subscales, valences, durations):
         seconds_by_subscale[sub] += dur
         seconds_by_valence[val or NO_VALENCE] += dur
-    ordered_subs = [s.slug for s in SUBSCALES if s.slug in count_subscale]
+    known = [s.slug for s in SUBSCALES]
+    ordered_subs = [s for s in known if s in count_subscale] + sorted(set(count_subscale) - set(known))
     ordered_vals = [v for v in (*VALENCES, NO_VALENCE) if v in count_valence]
     return Statistics(
         dialogues=len(durations),
