@@ -1,0 +1,241 @@
+"""Hugging Face audio LMs: Qwen2.5-Omni and Qwen3-Omni (thinker only: text out), and Qwen2-Audio.
+
+`pretrained=` takes a Hub id, a local folder, or `tiny-random` (the offline
+random-weight model of eval_scripts/models/tiny.py). Batches are left-padded;
+decoding is greedy unless asked otherwise; the runner orders batches
+longest-first and gets results back in input order.
+
+Logprob mode appends the template's answer prefix (`{"selected": "Option `)
+to the assistant turn and compares the next-token log-probabilities of "1"
+and "2": one forward pass per query, nothing to parse.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from eval_scripts.models.base import ChoiceModel
+from eval_scripts.models.base import ChoiceQuery
+from eval_scripts.models.base import ModelOutput
+from eval_scripts.models.base import register
+
+logger = logging.getLogger(__name__)
+
+_DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+class HFAudioLM(ChoiceModel):
+    """Shared adapter of the transformers audio LMs (subclasses name the family and model class)."""
+
+    family: str = ""
+    model_class_name: str = ""
+    default_hub_id: str = ""
+    modes = frozenset({"generate", "logprob"})
+    sampling_rate = 16000  # the Whisper-style feature extractors of all three families
+
+    def __init__(
+        self,
+        pretrained: str | None = None,
+        dtype: str | None = None,
+        device_map: str | None = None,
+        trust_remote_code: bool = False,
+        max_new_tokens: int = 512,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        seed: int = 0,
+        attn_implementation: str | None = None,
+    ) -> None:
+        import torch
+
+        self.pretrained = pretrained or self.default_hub_id
+        self.max_new_tokens = int(max_new_tokens)
+        self.do_sample = bool(do_sample)
+        self.temperature = float(temperature)
+        self.seed = int(seed)
+        if dtype is not None and dtype not in _DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(_DTYPES)}; got {dtype!r}")
+        self._describe = {"name": self.name, "pretrained": self.pretrained, "max_new_tokens": self.max_new_tokens, "do_sample": self.do_sample}
+        if self.pretrained == "tiny-random":
+            from eval_scripts.models.tiny import build_tiny
+
+            tiny = build_tiny(self.family, seed=self.seed)
+            self.model, self.processor = tiny.model, tiny.processor
+            self._describe.update(tiny.description)
+            self.label = f"{self.name} (tiny random weights)"
+            if dtype not in (None, "auto", "float32"):
+                self.model.to(getattr(torch, dtype))
+        else:
+            self.model, self.processor = self._from_pretrained(dtype, device_map, trust_remote_code, attn_implementation)
+            self._describe.update(dtype=dtype or "auto", device_map=device_map, trust_remote_code=bool(trust_remote_code))
+            self.label = f"{self.name}:{self.pretrained}"
+        if device_map is None:
+            from accelerate import PartialState
+
+            self.model.to(PartialState().device)
+        self.model.eval()
+        self.tokenizer = self.processor.tokenizer
+        self.tokenizer.padding_side = "left"
+        self._answer_ids: dict[str, tuple[int, int]] = {}
+
+    # -------------------------------------------------------------- loading
+
+    def _from_pretrained(self, dtype, device_map, trust_remote_code, attn_implementation):
+        import transformers
+        from transformers import AutoConfig
+        from transformers import AutoProcessor
+
+        model_class = getattr(transformers, self.model_class_name)
+        config = AutoConfig.from_pretrained(self.pretrained, trust_remote_code=trust_remote_code)
+        # Full Omni checkpoints hold thinker + talker; we load the thinker (text output) only.
+        config = getattr(config, "thinker_config", None) or config
+        kwargs = {"config": config, "trust_remote_code": trust_remote_code, "dtype": dtype or "auto"}
+        if device_map is not None:
+            kwargs["device_map"] = device_map
+        if attn_implementation:
+            kwargs["attn_implementation"] = attn_implementation
+        logger.info("loading %s from %s", self.model_class_name, self.pretrained)
+        model = model_class.from_pretrained(self.pretrained, **kwargs)
+        processor = AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=trust_remote_code)
+        return model, processor
+
+    # -------------------------------------------------------------- prompts
+
+    def messages(self, query: ChoiceQuery) -> list[dict]:
+        """The query as a chat: system text, then the user turn with text and audio interleaved."""
+        content = []
+        for part in query.parts:
+            if part.kind == "audio":
+                content.append({"type": "audio", "audio": part.clip.array})
+            else:
+                content.append({"type": "text", "text": part.text})
+        return [
+            {"role": "system", "content": [{"type": "text", "text": query.system}]},
+            {"role": "user", "content": content},
+        ]
+
+    def prompt_text(self, query: ChoiceQuery, answer_prefix: str = "") -> str:
+        """Chat-templated prompt (audio placeholders unexpanded), ending where the assistant starts."""
+        text = self.processor.apply_chat_template(self.messages(query), tokenize=False, add_generation_prompt=True)
+        return text + answer_prefix
+
+    def encode(self, queries: list[ChoiceQuery], answer_prefix: bool = False):
+        """Processor inputs of a batch (left padded, audio in order of appearance), on the model's device."""
+        texts = [self.prompt_text(q, q.meta.get("answer_prefix", "") if answer_prefix else "") for q in queries]
+        audio = [p.clip.array for q in queries for p in q.parts if p.kind == "audio"]
+        for q in queries:
+            for p in q.parts:
+                if p.kind == "audio" and p.clip.sampling_rate != self.sampling_rate:
+                    raise ValueError(f"{q.uid}: clip {p.clip.column} is at {p.clip.sampling_rate} Hz, the model needs {self.sampling_rate}")
+        kwargs = {"text": texts, "return_tensors": "pt", "padding": True}
+        if audio:
+            kwargs["audio"] = audio
+            kwargs["sampling_rate"] = self.sampling_rate
+        inputs = self.processor(**kwargs)
+        device = self.model.device
+        dtype = self.model.dtype
+        return {k: (v.to(device=device, dtype=dtype) if v.is_floating_point() else v.to(device)) for k, v in inputs.items()}
+
+    # -------------------------------------------------------------- answering
+
+    def generate(self, queries: list[ChoiceQuery]) -> list[ModelOutput]:
+        """One padded batch, greedy decoding (sampling seeded by the first query when asked)."""
+        import torch
+
+        began = time.perf_counter()
+        inputs = self.encode(queries)
+        prompt_len = inputs["input_ids"].shape[1]
+        gen_kwargs = {"max_new_tokens": self.max_new_tokens, "do_sample": self.do_sample}
+        if self.do_sample:
+            gen_kwargs["temperature"] = self.temperature
+            torch.manual_seed(queries[0].seed % (2**63))
+        with torch.inference_mode():
+            sequences = self.model.generate(**inputs, **gen_kwargs)
+        if not isinstance(sequences, torch.Tensor):  # some models return (text_ids, audio)
+            sequences = sequences[0] if isinstance(sequences, tuple) else sequences.sequences
+        new_tokens = sequences[:, prompt_len:].cpu()
+        elapsed = time.perf_counter() - began
+        outputs = []
+        pad, eos = self.tokenizer.pad_token_id, self._eos_ids()
+        for row, query in enumerate(queries):
+            tokens = new_tokens[row].tolist()
+            n_out = len(tokens)
+            for k, tok in enumerate(tokens):
+                if tok in eos or tok == pad:
+                    n_out = k + (1 if tok in eos else 0)
+                    break
+            text = self.tokenizer.decode(tokens[:n_out], skip_special_tokens=True)
+            n_in = int(inputs["attention_mask"][row].sum())
+            outputs.append(ModelOutput(text=text, input_tokens=n_in, output_tokens=n_out, latency_s=elapsed))
+        return outputs
+
+    def score(self, queries: list[ChoiceQuery]) -> list[ModelOutput]:
+        """One forward pass per batch: log-probabilities of "1" and "2" right after the answer prefix."""
+        import torch
+
+        began = time.perf_counter()
+        inputs = self.encode(queries, answer_prefix=True)
+        with torch.inference_mode():
+            logits = self.model(**inputs).logits[:, -1, :].float()
+        logprobs = torch.log_softmax(logits, dim=-1).cpu()
+        elapsed = time.perf_counter() - began
+        outputs = []
+        for row, query in enumerate(queries):
+            id1, id2 = self._answer_token_ids(tuple(query.meta.get("answer_choices", ("1", "2"))))
+            lp1, lp2 = float(logprobs[row, id1]), float(logprobs[row, id2])
+            choice = 1 if lp1 > lp2 else 2 if lp2 > lp1 else None  # an exact tie names no option
+            n_in = int(inputs["attention_mask"][row].sum())
+            outputs.append(ModelOutput(choice=choice, option_logprobs=(lp1, lp2), input_tokens=n_in, output_tokens=0, latency_s=elapsed))
+        return outputs
+
+    def _answer_token_ids(self, answers: tuple[str, str]) -> tuple[int, int]:
+        """Token ids of the two answers; each must be a single token (true of digits in Qwen tokenizers)."""
+        if answers not in self._answer_ids:
+            ids = []
+            for answer in answers:
+                encoded = self.tokenizer.encode(answer, add_special_tokens=False)
+                if len(encoded) != 1:
+                    raise ValueError(f"logprob mode needs single-token answers; {answer!r} is {len(encoded)} tokens for {self.pretrained}")
+                ids.append(encoded[0])
+            self._answer_ids[answers] = (ids[0], ids[1])
+        return self._answer_ids[answers]
+
+    def _eos_ids(self) -> set[int]:
+        eos = self.model.generation_config.eos_token_id
+        ids = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(self.tokenizer.eos_token_id)
+        return ids
+
+    def describe(self) -> dict:
+        return dict(self._describe, label=self.label)
+
+
+@register("qwen2.5-omni")
+class Qwen25Omni(HFAudioLM):
+    """Qwen2.5-Omni thinker (text output), e.g. Qwen/Qwen2.5-Omni-7B or -3B."""
+
+    name = "qwen2.5-omni"
+    family = "qwen2.5-omni"
+    model_class_name = "Qwen2_5OmniThinkerForConditionalGeneration"
+    default_hub_id = "Qwen/Qwen2.5-Omni-7B"
+
+
+@register("qwen3-omni")
+class Qwen3Omni(HFAudioLM):
+    """Qwen3-Omni thinker (text output), e.g. Qwen/Qwen3-Omni-30B-A3B-Instruct (for speed, see the vLLM route)."""
+
+    name = "qwen3-omni"
+    family = "qwen3-omni"
+    model_class_name = "Qwen3OmniMoeThinkerForConditionalGeneration"
+    default_hub_id = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
+
+
+@register("qwen2-audio")
+class Qwen2Audio(HFAudioLM):
+    """Qwen2-Audio, e.g. Qwen/Qwen2-Audio-7B-Instruct."""
+
+    name = "qwen2-audio"
+    family = "qwen2-audio"
+    model_class_name = "Qwen2AudioForConditionalGeneration"
+    default_hub_id = "Qwen/Qwen2-Audio-7B-Instruct"

@@ -1,0 +1,258 @@
+"""Tiny random-weight versions of the Hugging Face audio LMs, built offline from configs.
+
+They have the real architectures (audio encoder + decoder, the real processor
+classes, the real chat structure) at toy sizes with seeded random weights, so
+the whole pipeline (processor, left padding, batching, generation, logprob
+scoring, sharding) runs in seconds on a CPU with no download. Their answers
+are meaningless: results are labelled "tiny random weights".
+
+Sizes: byte-level vocabulary (256 bytes + the family's special tokens), hidden
+size 64, 2 decoder layers, 2 audio-encoder layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TINY = "tiny-random"
+_HIDDEN = 64
+_INIT_RANGE = 0.2  # wider than the usual 0.02 so random logits are far apart: greedy picks never hinge on rounding
+
+# Special tokens of each family, as in the released tokenizers (names only; ids are ours).
+_CHATML = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+FAMILY_TOKENS: dict[str, dict[str, str]] = {
+    "qwen2.5-omni": {
+        "audio_token": "<|AUDIO|>",
+        "audio_bos_token": "<|audio_bos|>",
+        "audio_eos_token": "<|audio_eos|>",
+        "image_token": "<|IMAGE|>",
+        "video_token": "<|VIDEO|>",
+        "vision_bos_token": "<|vision_bos|>",
+        "vision_eos_token": "<|vision_eos|>",
+    },
+    "qwen3-omni": {
+        "audio_token": "<|audio_pad|>",
+        "audio_bos_token": "<|audio_start|>",
+        "audio_eos_token": "<|audio_end|>",
+        "image_token": "<|image_pad|>",
+        "video_token": "<|video_pad|>",
+        "vision_bos_token": "<|vision_start|>",
+        "vision_eos_token": "<|vision_end|>",
+    },
+    "qwen2-audio": {
+        "audio_token": "<|AUDIO|>",
+        "audio_bos_token": "<|audio_bos|>",
+        "audio_eos_token": "<|audio_eos|>",
+    },
+}
+
+# ChatML with audio placeholders, the layout of the released chat templates (our own Jinja).
+_OMNI_TEMPLATE = (
+    "{% for message in messages %}"
+    "<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'audio' %}{AUDIO_BOS}{AUDIO}{AUDIO_EOS}"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+_QWEN2_AUDIO_TEMPLATE = (
+    "{% set audio_count = namespace(value=0) %}"
+    "{% for message in messages %}"
+    "<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'audio' %}{% set audio_count.value = audio_count.value + 1 %}"
+    "Audio {{ audio_count.value }}: <|audio_bos|><|AUDIO|><|audio_eos|>\n"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+@dataclass
+class TinyModel:
+    """A tiny model with its processor, and a description for results.json."""
+
+    model: object
+    processor: object
+    description: dict
+
+
+def tiny_tokenizer(family: str):
+    """A byte-level Qwen2Tokenizer (no merges) with ChatML and the family's audio/vision tokens."""
+    from tokenizers import AddedToken
+    from tokenizers.pre_tokenizers import ByteLevel
+    from transformers import Qwen2Tokenizer
+
+    specials = dict(FAMILY_TOKENS[family])
+    vocab = {ch: i for i, ch in enumerate(sorted(ByteLevel.alphabet()))}
+    for token in (*_CHATML, *specials.values()):
+        vocab[token] = len(vocab)
+    tokenizer = Qwen2Tokenizer(
+        vocab=vocab,
+        merges=[],
+        unk_token=None,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        extra_special_tokens=specials,
+    )
+    tokenizer.add_tokens([AddedToken(t, special=True, normalized=False) for t in (*_CHATML, *specials.values())], special_tokens=True)
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def _audio_only(processor_class):
+    """A subclass of an omni processor that accepts no image/video processor (audio + text only)."""
+
+    class AudioOnlyProcessor(processor_class):
+        def check_argument_for_proper_class(self, argument_name, argument):
+            if argument is None and argument_name in ("image_processor", "video_processor"):
+                return None
+            return super().check_argument_for_proper_class(argument_name, argument)
+
+        @property
+        def model_input_names(self):
+            names = list(self.tokenizer.model_input_names) + list(self.feature_extractor.model_input_names)
+            return list(dict.fromkeys(names + ["feature_attention_mask"]))
+
+    AudioOnlyProcessor.__name__ = f"AudioOnly{processor_class.__name__}"
+    return AudioOnlyProcessor
+
+
+def _template(family: str) -> str:
+    if family == "qwen2-audio":
+        return _QWEN2_AUDIO_TEMPLATE
+    tokens = FAMILY_TOKENS[family]
+    return (
+        _OMNI_TEMPLATE.replace("{AUDIO_BOS}", tokens["audio_bos_token"])
+        .replace("{AUDIO_EOS}", tokens["audio_eos_token"])
+        .replace("{AUDIO}", tokens["audio_token"])
+    )
+
+
+def _text_config(vocab_size: int, **extra) -> dict:
+    return dict(
+        vocab_size=vocab_size,
+        hidden_size=_HIDDEN,
+        intermediate_size=2 * _HIDDEN,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32768,
+        initializer_range=_INIT_RANGE,
+        **extra,
+    )
+
+
+def _audio_config(**extra) -> dict:
+    return dict(
+        num_mel_bins=128,
+        encoder_layers=2,
+        encoder_attention_heads=2,
+        encoder_ffn_dim=2 * _HIDDEN,
+        d_model=_HIDDEN,
+        initializer_range=_INIT_RANGE,
+        **extra,
+    )
+
+
+def build_tiny(family: str, seed: int = 0) -> TinyModel:
+    """The tiny random-weight model of a family ("qwen2.5-omni", "qwen3-omni", "qwen2-audio"), seeded."""
+    import torch
+    from transformers import WhisperFeatureExtractor
+
+    if family not in FAMILY_TOKENS:
+        raise ValueError(f"no tiny model for {family!r}; families: {', '.join(FAMILY_TOKENS)}")
+    tokenizer = tiny_tokenizer(family)
+    ids = {name: tokenizer.convert_tokens_to_ids(tok) for name, tok in FAMILY_TOKENS[family].items()}
+    feature_extractor = WhisperFeatureExtractor(feature_size=128)
+    vocab_size = len(tokenizer)
+    common = dict(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+
+    if family == "qwen2.5-omni":
+        from transformers import Qwen2_5OmniProcessor
+        from transformers import Qwen2_5OmniThinkerConfig
+        from transformers import Qwen2_5OmniThinkerForConditionalGeneration as model_class
+
+        config = Qwen2_5OmniThinkerConfig(
+            audio_config=_audio_config(output_dim=_HIDDEN, n_window=100),
+            vision_config=dict(depth=1, hidden_size=32, intermediate_size=32, num_heads=2, out_hidden_size=_HIDDEN, fullatt_block_indexes=[0]),
+            text_config=_text_config(vocab_size, rope_scaling={"type": "default", "rope_type": "default", "mrope_section": [4, 2, 2]}, **common),
+            audio_token_index=ids["audio_token"],
+            image_token_index=ids["image_token"],
+            video_token_index=ids["video_token"],
+            audio_start_token_id=ids["audio_bos_token"],
+            audio_end_token_id=ids["audio_eos_token"],
+            vision_start_token_id=ids["vision_bos_token"],
+            vision_end_token_id=ids["vision_eos_token"],
+            initializer_range=_INIT_RANGE,
+        )
+        processor = _audio_only(Qwen2_5OmniProcessor)(
+            image_processor=None, video_processor=None, feature_extractor=feature_extractor, tokenizer=tokenizer, chat_template=_template(family)
+        )
+    elif family == "qwen3-omni":
+        from transformers import Qwen3OmniMoeProcessor
+        from transformers import Qwen3OmniMoeThinkerConfig
+        from transformers import Qwen3OmniMoeThinkerForConditionalGeneration as model_class
+
+        config = Qwen3OmniMoeThinkerConfig(
+            audio_config=_audio_config(output_dim=_HIDDEN, n_window=50, downsample_hidden_size=32),
+            vision_config=dict(depth=1, hidden_size=32, intermediate_size=32, num_heads=2, out_hidden_size=_HIDDEN, deepstack_visual_indexes=[0]),
+            text_config=_text_config(
+                vocab_size,
+                head_dim=16,
+                moe_intermediate_size=32,
+                num_experts=4,
+                num_experts_per_tok=2,
+                rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [4, 2, 2], "mrope_interleaved": True},
+                **common,
+            ),
+            audio_token_id=ids["audio_token"],
+            image_token_id=ids["image_token"],
+            video_token_id=ids["video_token"],
+            audio_start_token_id=ids["audio_bos_token"],
+            vision_start_token_id=ids["vision_bos_token"],
+            initializer_range=_INIT_RANGE,
+        )
+        processor = _audio_only(Qwen3OmniMoeProcessor)(
+            image_processor=None, video_processor=None, feature_extractor=feature_extractor, tokenizer=tokenizer, chat_template=_template(family)
+        )
+    else:
+        from transformers import Qwen2AudioConfig
+        from transformers import Qwen2AudioForConditionalGeneration as model_class
+        from transformers import Qwen2AudioProcessor
+
+        config = Qwen2AudioConfig(
+            audio_config=_audio_config(),
+            text_config=_text_config(vocab_size, **common),
+            audio_token_index=ids["audio_token"],
+            initializer_range=_INIT_RANGE,
+        )
+        processor = Qwen2AudioProcessor(feature_extractor=feature_extractor, tokenizer=tokenizer, chat_template=_template(family))
+
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)  # the random init is the model: seed it so every process builds the same weights
+    try:
+        model = model_class(config)
+    finally:
+        torch.random.set_rng_state(generator_state)
+    model.eval()
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    n_params = sum(p.numel() for p in model.parameters())
+    return TinyModel(
+        model=model,
+        processor=processor,
+        description={
+            "pretrained": TINY,
+            "weights": "tiny random weights (built offline from a config; answers are meaningless)",
+            "architecture": model_class.__name__,
+            "parameters": int(n_params),
+            "init_seed": int(seed),
+        },
+    )
