@@ -1,0 +1,208 @@
+"""The evaluate module: loading offline (checkout and installed copy), doctests, stand-alone imports, Space dry-run."""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import speecheq_metric
+from speecheq_dataset import taxonomy as dataset_taxonomy
+from speecheq_metric import accuracy, dtw, ers, seq
+from speecheq_metric import taxonomy as metric_taxonomy
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+METRIC_DIR = PROJECT_ROOT / "speecheq_metric"
+
+
+def test_metric_taxonomy_equals_dataset_taxonomy():
+    expected = {c.slug: tuple(s.slug for s in dataset_taxonomy.SUBSCALES if s.composite.slug == c.slug) for c in dataset_taxonomy.COMPOSITES}
+    assert metric_taxonomy.COMPOSITE_SUBSCALES == expected
+    assert metric_taxonomy.SUBSCALE_SLUGS == dataset_taxonomy.SUBSCALE_SLUGS
+    for slug in dataset_taxonomy.SUBSCALE_SLUGS:
+        assert metric_taxonomy.composite_of_subscale(slug) == dataset_taxonomy.composite_of(slug)
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(level, module) of every import statement in a file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(0, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or ""))
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(METRIC_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_metric_files_import_nothing_of_ours_and_one_module_per_line(path):
+    ours = ("speecheq_dataset", "speecheq_metric", "builders", "eval_scripts", "speecheq_cli")
+    for level, module in _imports(path):
+        assert level == 0 or level == 1, f"{path.name}: only same-folder relative imports survive evaluate's copy"
+        if level == 0:
+            assert module.split(".")[0] not in ours, f"{path.name} imports {module}"
+    # evaluate's import scanner reads `import a, b` wrongly
+    for line in path.read_text(encoding="utf-8").splitlines():
+        assert not re.match(r"^import\s+\S+\s*,", line), f"{path.name}: {line!r}"
+
+
+def test_evaluate_script_imports_every_core_file_directly():
+    """evaluate copies only the files the script itself imports (one level), so all must be named there."""
+    script_imports = {m for level, m in _imports(METRIC_DIR / "speecheq_metric.py") if level == 1}
+    core = {p.stem for p in METRIC_DIR.glob("*.py")} - {"__init__", "speecheq_metric"}
+    assert core <= script_imports
+
+
+@pytest.mark.parametrize("module", [accuracy, seq, dtw, ers, metric_taxonomy], ids=lambda m: m.__name__)
+def test_core_doctests(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    """The module loaded by name from the checkout root, as the README says."""
+    import evaluate
+
+    cwd = os.getcwd()
+    os.chdir(PROJECT_ROOT)
+    try:
+        metric = evaluate.load("speecheq_metric")
+    finally:
+        os.chdir(cwd)
+    return metric
+
+
+def test_load_from_checkout_uses_the_copied_stand_alone_module(loaded):
+    module_name = type(loaded).__module__
+    assert module_name.startswith("evaluate_modules.metrics.speecheq_metric.")
+    copied = Path(sys.modules[module_name].__file__).parent
+    assert sorted(p.name for p in copied.glob("*.py")) == sorted(["__init__.py", *(p.name for p in METRIC_DIR.glob("*.py") if p.name != "__init__.py")])
+
+
+def _run_examples(text: str, globs: dict, name: str) -> doctest.TestResults:
+    test = doctest.DocTestParser().get_doctest(text, globs, name, None, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    return runner.summarize(verbose=False)
+
+
+def test_kwargs_description_examples_run(loaded, monkeypatch):
+    monkeypatch.chdir(PROJECT_ROOT)
+    text = sys.modules[type(loaded).__module__]._KWARGS_DESCRIPTION
+    result = _run_examples(text, {}, "kwargs description")
+    assert result.attempted >= 6 and result.failed == 0
+
+
+def test_metric_card_examples_run(loaded):
+    text = (METRIC_DIR / "README.md").read_text(encoding="utf-8")
+    blocks = "\n".join(re.findall(r"```python\n(.*?)```", text, flags=re.S))
+    result = _run_examples(blocks, {"speecheq": loaded}, "README")
+    assert result.attempted >= 6 and result.failed == 0
+
+
+def test_compute_through_evaluate(loaded):
+    subs = ["interpersonal_empathy", "interpersonal_empathy", "stress_management_optimism"]
+    out = loaded.compute(predictions=[[1, 2], [2, 2], [0, 1]], references=[[1, 2], [1, 2], [2, 1]], subscales=subs, n_bootstrap=50)
+    direct = speecheq_metric.forced_choice_metrics([[1, 2], [2, 2], [0, 1]], [[1, 2], [1, 2], [2, 1]], subs, n_bootstrap=50)
+    assert out == direct
+    assert set(out["per_composite"]) == {"interpersonal", "stress_management"}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"predictions": [[1, 1.5]], "references": [[1, 2]]}, "1.5"),
+        ({"predictions": [["2", 1]], "references": [[1, 2]]}, "'2'"),
+        ({"predictions": [[1, 2]], "references": [[1, 2]], "subscales": ["optimism"]}, "'optimism'"),
+        ({"predictions": [[1, 2], [1, 2]], "references": [[1, 2]]}, "2 dialogues but references has 1"),
+    ],
+)
+def test_evaluate_errors_name_the_value(loaded, kwargs, named):
+    with pytest.raises(ValueError, match=re.escape(named)):
+        loaded.compute(**kwargs)
+
+
+def test_categorical_config(monkeypatch):
+    import evaluate
+
+    monkeypatch.chdir(PROJECT_ROOT)
+    metric = evaluate.load("speecheq_metric", "categorical_ers")
+    assert metric.compute(predictions=["NEUTRAL", "sad"], references=["angry", "sad"]) == {"categorical_ers": pytest.approx(0.85)}
+    with pytest.raises(ValueError, match="'bored'"):
+        metric.compute(predictions=["bored"], references=["sad"])
+
+
+def _read_only(tree: Path) -> None:
+    for p in [tree, *tree.rglob("*")]:
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def test_installed_copy_loads_offline_with_a_fresh_hf_home(tmp_path):
+    """A read-only copy of the package (as in site-packages), empty HF_HOME and HOME, offline, no numba cache dir."""
+    site = tmp_path / "site"
+    (site / "speecheq_metric").mkdir(parents=True)
+    for src in METRIC_DIR.iterdir():
+        if src.is_file():
+            (site / "speecheq_metric" / src.name).write_bytes(src.read_bytes())
+    _read_only(site)
+    home, hf_home, work = tmp_path / "home", tmp_path / "hf", tmp_path / "work"
+    for d in (home, hf_home, work):
+        d.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "PYTHONPATH")}
+    env.update(HOME=str(home), HF_HOME=str(hf_home), HF_HUB_OFFLINE="1", HF_EVALUATE_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONDONTWRITEBYTECODE="1")
+    code = (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(site)!r})\n"
+        "import evaluate, speecheq_metric\n"
+        f"assert speecheq_metric.__file__.startswith({str(site)!r}), speecheq_metric.__file__\n"
+        "m = evaluate.load(speecheq_metric.MODULE_PATH)\n"
+        "out = m.compute(predictions=[[1, 2], [2, 1]], references=[[1, 2], [1, 1]], n_bootstrap=0)\n"
+        "out['dtw'] = speecheq_metric.dtw_distance([0, 1, 2], [0, 2])\n"
+        "print(json.dumps(out))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"acc_turn4": 0.5, "acc_turn6": 1.0, "acc_all": 0.75, "acc_traj": 0.5, "invalid_rate": 0.0, "n_dialogues": 2, "dtw": 1.0}
+    assert (hf_home / "modules" / "evaluate_modules" / "metrics" / "speecheq_metric").is_dir()
+    assert list(home.rglob("*")) == []  # nothing written under ~ (no ~/.cache)
+    assert list(work.iterdir()) == []
+
+
+def test_space_dry_run(tmp_path, capsys):
+    from builders import metric_space
+
+    out_dir = tmp_path / "space"
+    assert metric_space.main(["publish", str(out_dir), "--repo-id", "someone/speecheq", "--dry-run"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["repo_id"] == "someone/speecheq" and plan["dry_run"] is True
+    names = {p.name for p in out_dir.iterdir()}
+    assert names == {"speecheq.py", "accuracy.py", "seq.py", "dtw.py", "ers.py", "taxonomy.py", "README.md", "app.py", "requirements.txt"}
+    assert set(plan["files"]) == names
+    card = (out_dir / "README.md").read_text(encoding="utf-8")
+    header = card.split("---")[1]
+    assert "sdk: gradio" in header and "app_file: app.py" in header and "- evaluate" in header
+    assert 'with_name("speecheq.py")' in (out_dir / "app.py").read_text(encoding="utf-8")
+    assert "evaluate==0.4.6" in (out_dir / "requirements.txt").read_text(encoding="utf-8")
+    # a second publish into the same (now full) folder is refused, as are bad repo ids
+    with pytest.raises(SystemExit):
+        metric_space.main(["publish", str(out_dir), "--dry-run"])
+    for bad in ("no-slash", "me/speecheq-metric", "me/ers"):
+        with pytest.raises(SystemExit):
+            metric_space.main(["publish", str(tmp_path / bad.replace("/", "_")), "--repo-id", bad, "--dry-run"])
+
+
+def test_cli_front_door_dispatches_metric(tmp_path):
+    from speecheq_cli.main import main
+
+    assert main(["metric", "publish", str(tmp_path / "s"), "--dry-run"]) == 0
+    assert (tmp_path / "s" / "speecheq_metric.py").is_file()
