@@ -25,6 +25,7 @@ from .ers import as_vad
 from .ers import categorical_ers
 from .ers import ers_dialogues
 from .ers import ers_summary
+from .ers import ers_table
 from .ers import ers_turns
 from .ers import perceptual_ers
 from .ers import read_vad_csv
@@ -57,6 +58,7 @@ __all__ = [
     "dtw_python",
     "ers_dialogues",
     "ers_summary",
+    "ers_table",
     "ers_turns",
     "fastdtw_distance",
     "forced_choice_metrics",

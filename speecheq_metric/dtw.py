@@ -71,6 +71,48 @@ def _dtw_kernel(a: np.ndarray, b: np.ndarray, row: np.ndarray) -> float:
     return row[m - 1]
 
 
+def _dtw2_kernel(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray, row1: np.ndarray, row2: np.ndarray) -> tuple[float, float]:
+    """Two exact DTWs of equal shapes in lock-step.
+
+    Each cell waits on its left neighbour (add + min latency); interleaving two
+    independent programmes keeps the CPU busy during that wait (~1.8x faster).
+    """
+    n = a1.shape[0]
+    m = b1.shape[0]
+    acc1 = 0.0
+    acc2 = 0.0
+    for j in range(m):
+        acc1 += abs(a1[0] - b1[j])
+        acc2 += abs(a2[0] - b2[j])
+        row1[j] = acc1
+        row2[j] = acc2
+    for i in range(1, n):
+        x1 = a1[i]
+        x2 = a2[i]
+        diag1 = row1[0]
+        diag2 = row2[0]
+        row1[0] = diag1 + abs(x1 - b1[0])
+        row2[0] = diag2 + abs(x2 - b2[0])
+        for j in range(1, m):
+            up1 = row1[j]
+            up2 = row2[j]
+            best1 = diag1
+            if up1 < best1:
+                best1 = up1
+            if row1[j - 1] < best1:
+                best1 = row1[j - 1]
+            best2 = diag2
+            if up2 < best2:
+                best2 = up2
+            if row2[j - 1] < best2:
+                best2 = row2[j - 1]
+            diag1 = up1
+            diag2 = up2
+            row1[j] = best1 + abs(x1 - b1[j])
+            row2[j] = best2 + abs(x2 - b2[j])
+    return row1[m - 1], row2[m - 1]
+
+
 def _dtw_many_kernel(flat_a: np.ndarray, off_a: np.ndarray, flat_b: np.ndarray, off_b: np.ndarray, out: np.ndarray) -> None:
     """DTW of pair p = flat_a[off_a[p]:off_a[p+1]] vs flat_b[off_b[p]:off_b[p+1]] into out[p]."""
     longest = 1
@@ -78,8 +120,18 @@ def _dtw_many_kernel(flat_a: np.ndarray, off_a: np.ndarray, flat_b: np.ndarray, 
         if off_b[p + 1] - off_b[p] > longest:
             longest = off_b[p + 1] - off_b[p]
     row = np.empty(longest, dtype=np.float64)
-    for p in range(out.shape[0]):
-        out[p] = _dtw_kernel(flat_a[off_a[p] : off_a[p + 1]], flat_b[off_b[p] : off_b[p + 1]], row)
+    row2 = np.empty(longest, dtype=np.float64)
+    p = 0
+    while p < out.shape[0]:
+        a = flat_a[off_a[p] : off_a[p + 1]]
+        b = flat_b[off_b[p] : off_b[p + 1]]
+        if p + 1 < out.shape[0] and off_a[p + 2] - off_a[p + 1] == a.shape[0] and off_b[p + 2] - off_b[p + 1] == b.shape[0]:
+            # next pair has the same shape: run both together
+            out[p], out[p + 1] = _dtw2_kernel(a, b, flat_a[off_a[p + 1] : off_a[p + 2]], flat_b[off_b[p + 1] : off_b[p + 2]], row, row2)
+            p += 2
+        else:
+            out[p] = _dtw_kernel(a, b, row)
+            p += 1
 
 
 try:
@@ -87,12 +139,20 @@ try:
 except ImportError:  # pragma: no cover - exercised only without numba
     numba = None
 
-if numba is not None:
-    _dtw_kernel = numba.njit(cache=_USE_DISK_CACHE, nogil=True)(_dtw_kernel)
-    _dtw_many_kernel = numba.njit(cache=_USE_DISK_CACHE, nogil=True)(_dtw_many_kernel)
-    BACKEND = "numba"
-else:
-    BACKEND = "python"
+
+
+def jit(fn):
+    """numba.njit when numba is installed (disk cache only under NUMBA_CACHE_DIR), else the function itself."""
+    if numba is None:
+        return fn
+    return numba.njit(cache=_USE_DISK_CACHE, nogil=True)(fn)
+
+
+_dtw_kernel = jit(_dtw_kernel)
+_dtw2_kernel = jit(_dtw2_kernel)
+_dtw_many_kernel = jit(_dtw_many_kernel)
+BACKEND = "numba" if numba is not None else "python"
+if numba is None:
     logger.info("numba is not installed: exact DTW runs in pure Python (slow)")
 
 
@@ -124,8 +184,24 @@ def dtw_distance(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarra
     return float(_dtw_kernel(x, y, np.empty(len(y), dtype=np.float64)))
 
 
-def dtw_many(pairs_a: Sequence[np.ndarray], pairs_b: Sequence[np.ndarray]) -> np.ndarray:
-    """Exact DTW of many pairs in one compiled call (what the batch ERS uses).
+def _flat_series(series: Sequence, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """Validate many series in bulk: one concatenated float64 array, offsets, one NaN check."""
+    arrays = [np.asarray(x, dtype=np.float64) for x in series]
+    for i, arr in enumerate(arrays):
+        if arr.ndim != 1 or arr.size == 0:
+            as_trajectory(arr, name=f"{label}[{i}]")  # raises with the reason
+    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+    np.cumsum([arr.shape[0] for arr in arrays], out=offsets[1:])
+    flat = np.concatenate(arrays) if arrays else np.zeros(0)
+    if not np.isfinite(flat).all():
+        bad = int(np.flatnonzero(~np.isfinite(flat))[0])
+        i = int(np.searchsorted(offsets, bad, side="right") - 1)
+        as_trajectory(arrays[i], name=f"{label}[{i}]")
+    return flat, offsets
+
+
+def dtw_many(pairs_a: Sequence[Sequence[float]], pairs_b: Sequence[Sequence[float]]) -> np.ndarray:
+    """Exact DTW of many pairs (pairs_a[p] vs pairs_b[p]) in one compiled call.
 
     >>> dtw_many([[0, 1, 2], [1.0]], [[0, 2], [3.0, 3.0]]).tolist()
     [1.0, 4.0]
@@ -134,17 +210,31 @@ def dtw_many(pairs_a: Sequence[np.ndarray], pairs_b: Sequence[np.ndarray]) -> np
         raise ValueError(f"dtw_many: {len(pairs_a)} first series but {len(pairs_b)} second series")
     if len(pairs_a) == 0:
         return np.zeros(0)
-    xs = [as_trajectory(s, name=f"pairs_a[{i}]") for i, s in enumerate(pairs_a)]
-    ys = [as_trajectory(s, name=f"pairs_b[{i}]") for i, s in enumerate(pairs_b)]
+    flat_a, off_a = _flat_series(pairs_a, "pairs_a")
+    flat_b, off_b = _flat_series(pairs_b, "pairs_b")
+    return _many_from_flat(flat_a, off_a, flat_b, off_b)
+
+
+def _many_from_flat(flat_a: np.ndarray, off_a: np.ndarray, flat_b: np.ndarray, off_b: np.ndarray) -> np.ndarray:
+    """Run the batch kernel (or the pure-Python fallback) on validated flat series."""
+    out = np.empty(len(off_a) - 1, dtype=np.float64)
     if numba is None:
-        return np.array([dtw_python(x.tolist(), y.tolist()) for x, y in zip(xs, ys)])
+        for p in range(len(out)):
+            out[p] = dtw_python(flat_a[off_a[p] : off_a[p + 1]].tolist(), flat_b[off_b[p] : off_b[p + 1]].tolist())
+        return out
+    _dtw_many_kernel(flat_a, off_a, flat_b, off_b, out)
+    return out
+
+
+def dtw_many_checked(xs: list[np.ndarray], ys: list[np.ndarray]) -> np.ndarray:
+    """dtw_many for series already validated as non-empty finite 1-D float64 arrays (no re-checking)."""
+    if not xs:
+        return np.zeros(0)
     off_a = np.zeros(len(xs) + 1, dtype=np.int64)
     off_b = np.zeros(len(ys) + 1, dtype=np.int64)
     np.cumsum([len(x) for x in xs], out=off_a[1:])
     np.cumsum([len(y) for y in ys], out=off_b[1:])
-    out = np.empty(len(xs), dtype=np.float64)
-    _dtw_many_kernel(np.concatenate(xs), off_a, np.concatenate(ys), off_b, out)
-    return out
+    return _many_from_flat(np.concatenate(xs), off_a, np.concatenate(ys), off_b)
 
 
 def fastdtw_distance(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, radius: int = 1) -> float:

@@ -31,9 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .dtw import _dtw2_kernel
+from .dtw import _dtw_kernel
 from .dtw import dtw_distance
-from .dtw import dtw_many
+from .dtw import dtw_many_checked
 from .dtw import fastdtw_distance
+from .dtw import jit
 
 DIMENSIONS: tuple[str, ...] = ("valence", "arousal", "dominance")
 VARIANTS: tuple[str, ...] = ("paper", "reference")
@@ -79,7 +82,7 @@ class ERSParams:
 DEFAULT_PARAMS = ERSParams()
 
 
-@dataclass
+@dataclass(slots=True)
 class TurnScores:
     """Scores of one (user turn, model turn) pair; `ebs` is None when `ebs_active` is False."""
 
@@ -96,7 +99,7 @@ class TurnScores:
         return asdict(self)
 
 
-@dataclass
+@dataclass(slots=True)
 class DialogueScores:
     """Cross-turn scores of one dialogue; `ct_ebs` is None when no turn had an active EBS."""
 
@@ -139,20 +142,31 @@ def read_vad_csv(path: str | os.PathLike) -> np.ndarray:
     return _checked_vad(np.asarray(rows, dtype=np.float64).T, name=str(path))
 
 
-def _checked_vad(arr: np.ndarray, *, name: str) -> np.ndarray:
-    """A finite, non-empty (3, T) array."""
+def _checked_vad(arr: np.ndarray, *, name: str, finite: bool = True) -> np.ndarray:
+    """A non-empty (3, T) array, finite unless the caller checks finiteness in bulk (finite=False)."""
     if arr.shape[1] == 0:
         raise ValueError(f"{name}: empty trajectory (a turn needs at least one second of VAD)")
-    if not np.isfinite(arr).all():
+    if finite and not np.isfinite(arr).all():
         dim, t = (int(v[0]) for v in np.nonzero(~np.isfinite(arr)))
         raise ValueError(f"{name}: {DIMENSIONS[dim]} is {float(arr[dim, t])!r} at second {t}; drop or interpolate such frames first")
     return np.ascontiguousarray(arr)
 
 
-def as_vad(turn: TurnInput, *, name: str = "turn") -> np.ndarray:
-    """A validated (3, T) VAD array from a mapping/DataFrame with named columns or a CSV path."""
+def as_vad(turn: TurnInput, *, name: str = "turn", finite: bool = True) -> np.ndarray:
+    """A validated (3, T) VAD array from a mapping/DataFrame with named columns or a CSV path.
+
+    finite=False leaves the NaN/infinity check to the caller (`_paired` checks a whole batch at once).
+    """
     if isinstance(turn, (str, os.PathLike)):
         return read_vad_csv(turn)
+    if type(turn) is dict and "valence" in turn and "arousal" in turn and "dominance" in turn:
+        # fast path for the common case: a plain dict with lower-case names and equal 1-D columns
+        try:
+            arr = np.array((turn["valence"], turn["arousal"], turn["dominance"]), dtype=np.float64)
+        except (TypeError, ValueError):
+            arr = None  # ragged or odd content: the general path below names the problem
+        if arr is not None and arr.ndim == 2:
+            return _checked_vad(arr, name=name, finite=finite)
     if isinstance(turn, np.ndarray) and turn.dtype.names is None:
         raise ValueError(f"{name}: a plain array has no column names; pass a mapping {{'valence': ..., 'arousal': ..., 'dominance': ...}}")
     columns = getattr(turn, "columns", None)
@@ -183,7 +197,7 @@ def as_vad(turn: TurnInput, *, name: str = "turn") -> np.ndarray:
 def _distances(jobs_a: list[np.ndarray], jobs_b: list[np.ndarray], dtw: str | Callable) -> np.ndarray:
     """DTW of every job pair with the chosen backend."""
     if dtw == "exact":
-        return dtw_many(jobs_a, jobs_b)
+        return dtw_many_checked(jobs_a, jobs_b)
     if dtw == "fastdtw":
         return np.array([fastdtw_distance(a, b) for a, b in zip(jobs_a, jobs_b)], dtype=np.float64)
     if callable(dtw):
@@ -229,107 +243,260 @@ def _minmax_scores(costs: np.ndarray, bounds: tuple[float, float] | None, what: 
 # ----------------------------------------------------------------- turn-level scores
 
 
-def _prepare_turn_jobs(users: list[np.ndarray], models: list[np.ndarray], params: ERSParams):
-    """DTW jobs of every turn: ECS (V, A) and EBS (each extreme dimension)."""
+def _turn_costs_kernel(U, off_u, M, off_m, limits, deltas, jump, out_dtw_v, out_dtw_a, out_ebs, out_extreme, out_jump_sum, out_jump_n):
+    """Raw costs of every turn (numba-compiled): DTW_V, DTW_A, Σ EBS DTW, extreme flags, model jumps.
+
+    limits = (valence below, arousal above, dominance below); deltas = (δ_V, δ_A, δ_D).
+    """
+    longest = 1
+    for i in range(off_m.shape[0] - 1):
+        if off_m[i + 1] - off_m[i] > longest:
+            longest = off_m[i + 1] - off_m[i]
+    longest_u = 1
+    for i in range(off_u.shape[0] - 1):
+        if off_u[i + 1] - off_u[i] > longest_u:
+            longest_u = off_u[i + 1] - off_u[i]
+    row = np.empty(max(longest, longest_u), dtype=np.float64)
+    row2 = np.empty(max(longest, longest_u), dtype=np.float64)
+    shifted = np.empty((3, longest_u), dtype=np.float64)
+    dims = np.empty(3, dtype=np.int64)
+    for i in range(off_u.shape[0] - 1):
+        u0, u1, m0, m1 = off_u[i], off_u[i + 1], off_m[i], off_m[i + 1]
+        nu = u1 - u0
+        # DTW(E_m, E_u) as written in the paper; V and A have equal shapes, so together
+        out_dtw_v[i], out_dtw_a[i] = _dtw2_kernel(M[0, m0:m1], U[0, u0:u1], M[1, m0:m1], U[1, u0:u1], row, row2)
+        n_ext = 0
+        for d in range(3):
+            mean = 0.0
+            for t in range(u0, u1):
+                mean += U[d, t]
+            mean /= nu
+            extreme = mean < limits[d] if d != 1 else mean > limits[d]
+            out_extreme[i, d] = extreme
+            if extreme:
+                # target: the user's level shifted by δ_E; DTW(E_u + δ_E, E_m)
+                for t in range(nu):
+                    shifted[d, t] = U[d, u0 + t] + deltas[d]
+                dims[n_ext] = d
+                n_ext += 1
+        ebs = 0.0
+        k = 0
+        if n_ext >= 2:
+            d1, d2 = dims[0], dims[1]
+            e1, e2 = _dtw2_kernel(shifted[d1, :nu], M[d1, m0:m1], shifted[d2, :nu], M[d2, m0:m1], row, row2)
+            ebs += e1 + e2
+            k = 2
+        for j in range(k, n_ext):
+            d = dims[j]
+            ebs += _dtw_kernel(shifted[d, :nu], M[d, m0:m1], row)
+        out_ebs[i] = ebs
+        total = 0.0
+        count = 0
+        for d in range(3):
+            for t in range(m0, m1 - 1):
+                step = abs(M[d, t + 1] - M[d, t])
+                if step > jump:
+                    total += step
+                    count += 1
+        out_jump_sum[i] = total
+        out_jump_n[i] = count
+
+
+_turn_costs_kernel = jit(_turn_costs_kernel)
+
+
+class _Batch:
+    """Validated turns stored flat: one C-contiguous (3, ΣT) array and the turn offsets into it."""
+
+    __slots__ = ("flat", "offsets")
+
+    def __init__(self, flat: np.ndarray, offsets: np.ndarray):
+        self.flat = flat
+        self.offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.flat[:, self.offsets[i] : self.offsets[i + 1]]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets).astype(np.float64)
+
+
+def _collect(turns: Sequence[TurnInput], name_of: Callable[[int], str]) -> _Batch:
+    """Validate and flatten turns in bulk: per turn only name lookups, one NaN check for the batch."""
+    cols: tuple[list, list, list] = ([], [], [])
+    lengths = np.empty(len(turns), dtype=np.int64)
+    for i, turn in enumerate(turns):
+        if type(turn) is dict:
+            try:
+                v, a, d = turn["valence"], turn["arousal"], turn["dominance"]
+                n = len(v)
+                fast = n > 0 and len(a) == n and len(d) == n
+            except (KeyError, TypeError):
+                fast = False
+            if fast:
+                cols[0].append(v)
+                cols[1].append(a)
+                cols[2].append(d)
+                lengths[i] = n
+                continue
+        arr = as_vad(turn, name=name_of(i), finite=False)
+        for k in range(3):
+            cols[k].append(arr[k])
+        lengths[i] = arr.shape[1]
+    offsets = np.zeros(len(turns) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if len(turns) == 0:
+        return _Batch(np.zeros((3, 0)), offsets)
+    try:
+        flat = np.ascontiguousarray(np.stack([np.concatenate(c).astype(np.float64, copy=False) for c in cols]))
+        ok = flat.shape == (3, int(offsets[-1]))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:  # some column is not a flat list of numbers: let the per-turn path name it
+        for i, turn in enumerate(turns):
+            as_vad(turn, name=name_of(i))
+        raise ValueError("VAD columns could not be combined into one batch")  # pragma: no cover - as_vad raises first
+    if not np.isfinite(flat).all():
+        bad = int(np.flatnonzero(~np.isfinite(flat).all(axis=0))[0])
+        i = int(np.searchsorted(offsets, bad, side="right") - 1)
+        _checked_vad(flat[:, offsets[i] : offsets[i + 1]], name=name_of(i))
+    return _Batch(flat, offsets)
+
+
+def _turn_costs(users: _Batch, models: _Batch, params: ERSParams, dtw: str | Callable) -> dict[str, np.ndarray]:
+    """Raw per-turn costs; the exact backend runs in one compiled call, others pair by pair."""
+    n = len(users)
+    limits = np.array([params.valence_extreme_below, params.arousal_extreme_above, params.dominance_extreme_below])
+    deltas = np.array(params.deltas)
+    out = {
+        "dtw_v": np.empty(n),
+        "dtw_a": np.empty(n),
+        "ebs_dtw": np.empty(n),
+        "extreme": np.zeros((n, 3), dtype=np.bool_),
+        "jump_sum": np.empty(n),
+        "jump_n": np.empty(n, dtype=np.int64),
+    }
+    if dtw == "exact":
+        _turn_costs_kernel(users.flat, users.offsets, models.flat, models.offsets, limits, deltas, float(params.jump_threshold), out["dtw_v"], out["dtw_a"], out["ebs_dtw"], out["extreme"], out["jump_sum"], out["jump_n"])
+        return out
+    # Other backends: the same quantities, DTW pair by pair.
     jobs_a: list[np.ndarray] = []
     jobs_b: list[np.ndarray] = []
-    extreme: list[tuple[int, ...]] = []
-    deltas = params.deltas
-    for u, m in zip(users, models):
-        jobs_a += [m[_V], m[_A]]  # DTW(E_m, E_u) as written in the paper
+    for i in range(n):
+        u, m = users[i], models[i]
+        jobs_a += [m[_V], m[_A]]
         jobs_b += [u[_V], u[_A]]
-        dims = params.extreme_dims(u.mean(axis=1))
-        extreme.append(dims)
-        for d in dims:
-            jobs_a.append(u[d] + deltas[d])  # target: the user's level shifted by δ_E
+        means = u.mean(axis=1)
+        out["extreme"][i] = (means[_V] < limits[_V], means[_A] > limits[_A], means[_D] < limits[_D])
+        for d in np.flatnonzero(out["extreme"][i]):
+            jobs_a.append(u[d] + deltas[d])
             jobs_b.append(m[d])
-    return jobs_a, jobs_b, extreme
+        steps = np.abs(np.diff(m, axis=1)).ravel()
+        steps = steps[steps > params.jump_threshold]
+        out["jump_sum"][i] = float(steps.sum())
+        out["jump_n"][i] = steps.size
+    dist = _distances(jobs_a, jobs_b, dtw)
+    pos = 0
+    for i in range(n):
+        out["dtw_v"][i], out["dtw_a"][i] = dist[pos], dist[pos + 1]
+        k = int(out["extreme"][i].sum())
+        out["ebs_dtw"][i] = float(dist[pos + 2 : pos + 2 + k].sum())
+        pos += 2 + k
+    return out
 
 
-def _jumps(m: np.ndarray, threshold: float) -> np.ndarray:
-    """Frame-to-frame changes of the model's V, A, D larger than the threshold (pooled)."""
-    if m.shape[1] < 2:
-        return np.zeros(0)
-    diffs = np.abs(np.diff(m, axis=1)).ravel()
-    return diffs[diffs > threshold]
-
-
-def _turn_scores(
-    users: list[np.ndarray],
-    models: list[np.ndarray],
+def _turn_arrays(
+    users: _Batch,
+    models: _Batch,
     *,
     variant: str,
     dtw: str | Callable,
     params: ERSParams,
     norm_bounds: Mapping[str, tuple[float, float]] | None,
-) -> list[TurnScores]:
-    """Scores of aligned lists of validated (3, T) user and model turns."""
-    jobs_a, jobs_b, extreme = _prepare_turn_jobs(users, models, params)
-    dist = _distances(jobs_a, jobs_b, dtw)
+) -> dict[str, np.ndarray]:
+    """Scores of aligned lists of validated (3, T) user and model turns, as arrays."""
+    c = _turn_costs(users, models, params, dtw)
     n = len(users)
-    ecs_cost = np.empty(n)
-    ebs_cost = np.full(n, np.nan)  # NaN only as an internal "inert" marker, never averaged
-    ebs_mean_cost = np.full(n, np.nan)
-    ess_cost = np.empty(n)
-    ess_mean_jump = np.empty(n)
-    lengths = np.empty(n)
-    pos = 0
-    for i, (u, m, dims) in enumerate(zip(users, models, extreme)):
-        dv, da = dist[pos], dist[pos + 1]
-        pos += 2
-        ecs_cost[i] = dv + da
-        lengths[i] = max(u.shape[1], m.shape[1])
-        if dims:
-            extra = dist[pos : pos + len(dims)]
-            pos += len(dims)
-            ebs_cost[i] = float(extra.sum())
-            ebs_mean_cost[i] = float(extra.sum()) / len(dims) / u.shape[1]
-        jumps = _jumps(m, params.jump_threshold)
-        ess_cost[i] = float(jumps.sum())
-        ess_mean_jump[i] = float(jumps.mean()) if jumps.size else 0.0
-    active = ~np.isnan(ebs_cost)
+    len_u = users.lengths
+    len_m = models.lengths
+    n_extreme = c["extreme"].sum(axis=1)
+    active = n_extreme > 0
+    ecs_cost = c["dtw_v"] + c["dtw_a"]
+    ess_cost = c["jump_sum"]
     K = params.scale
+    ebs = np.zeros(n)  # read only where active
     if variant == "reference":
-        ecs = 1.0 - K * ecs_cost / (4.0 * lengths)
-        ebs = np.where(active, 1.0 - K * np.nan_to_num(ebs_mean_cost), np.nan)
-        ess = 1.0 - K * ess_mean_jump  # 1.0 when no jump / T < 2
+        ecs = 1.0 - K * ecs_cost / (4.0 * np.maximum(len_u, len_m))
+        ebs[active] = 1.0 - K * c["ebs_dtw"][active] / (n_extreme[active] * len_u[active])
+        mean_jump = np.divide(c["jump_sum"], c["jump_n"], out=np.zeros(n), where=c["jump_n"] > 0)
+        ess = 1.0 - K * mean_jump  # 1.0 when no jump / T < 2
         w_ecs, w_ebs, w_ess = params.ers_weights
         i_ecs, i_ess = params.ers_weights_inert
-        ers = np.where(active, w_ecs * ecs + w_ebs * np.nan_to_num(ebs) + w_ess * ess, i_ecs * ecs + i_ess * ess)
+        ers = np.where(active, w_ecs * ecs + w_ebs * ebs + w_ess * ess, i_ecs * ecs + i_ess * ess)
     else:
         bounds = norm_bounds or {}
         ecs = _minmax_scores(ecs_cost, bounds.get("ecs"), "ECS")
         ess = _minmax_scores(ess_cost, bounds.get("ess"), "ESS")
-        ebs = np.full(n, np.nan)
-        ebs[active] = _minmax_scores(ebs_cost[active], bounds.get("ebs"), "EBS")
-        ers = np.where(active, (ecs + np.nan_to_num(ebs) + ess) / 3.0, (ecs + ess) / 2.0)
+        ebs[active] = _minmax_scores(c["ebs_dtw"][active], bounds.get("ebs"), "EBS")
+        ers = np.where(active, (ecs + ebs + ess) / 3.0, (ecs + ess) / 2.0)
+    ebs[~active] = np.nan  # under the mask only: a careless `.data.mean()` turns loud (NaN), never a fake 1.0
+    return {
+        "ecs": ecs,
+        "ebs": np.ma.masked_array(ebs, mask=~active),
+        "ess": ess,
+        "ers": ers,
+        "ebs_active": active,
+        "extreme": c["extreme"],
+        "ecs_dtw": ecs_cost,
+        "ebs_dtw": np.ma.masked_array(c["ebs_dtw"], mask=~active),
+        "ess_jumps": ess_cost,
+    }
+
+
+def _turn_scores(users: _Batch, models: _Batch, **kwargs) -> list[TurnScores]:
+    """Scores of aligned lists of validated (3, T) user and model turns, one object per turn."""
+    a = _turn_arrays(users, models, **kwargs)
+    names = [tuple(DIMENSIONS[d] for d in range(3) if row[d]) for row in a["extreme"].tolist()]
     out = []
-    for i in range(n):
-        on = bool(active[i])
+    for i, (on, e_ecs, e_ebs, e_ess, e_ers, ecs_c, ebs_c, ess_c) in enumerate(
+        zip(
+            a["ebs_active"].tolist(),
+            a["ecs"].tolist(),
+            a["ebs"].data.tolist(),
+            a["ess"].tolist(),
+            a["ers"].tolist(),
+            a["ecs_dtw"].tolist(),
+            a["ebs_dtw"].data.tolist(),
+            a["ess_jumps"].tolist(),
+        )
+    ):
         out.append(
             TurnScores(
-                ecs=float(ecs[i]),
-                ebs=float(ebs[i]) if on else None,
-                ess=float(ess[i]),
-                ers=float(ers[i]),
+                ecs=e_ecs,
+                ebs=e_ebs if on else None,
+                ess=e_ess,
+                ers=e_ers,
                 ebs_active=on,
-                extreme_dims=tuple(DIMENSIONS[d] for d in extreme[i]),
-                costs={
-                    "ecs_dtw": float(ecs_cost[i]),
-                    "ebs_dtw": float(ebs_cost[i]) if on else None,
-                    "ess_jumps": float(ess_cost[i]),
-                },
+                extreme_dims=names[i],
+                costs={"ecs_dtw": ecs_c, "ebs_dtw": ebs_c if on else None, "ess_jumps": ess_c},
             )
         )
     return out
 
 
-def _paired(user_turns: Sequence, model_turns: Sequence, prefix: str = "") -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Validated VAD arrays of two equal-length lists of turns."""
+def _paired(user_turns: Sequence, model_turns: Sequence) -> tuple[_Batch, _Batch]:
+    """Validated batches of two equal-length lists of turns."""
+    for what, turns in (("user_turns", user_turns), ("model_turns", model_turns)):
+        if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Sequence):
+            raise ValueError(f"{what} must be a list of turns, got {type(turns).__name__}")
     if len(user_turns) != len(model_turns):
-        raise ValueError(f"{prefix}{len(user_turns)} user turns but {len(model_turns)} model turns")
-    users = [as_vad(t, name=f"{prefix}user turn {i}") for i, t in enumerate(user_turns)]
-    models = [as_vad(t, name=f"{prefix}model turn {i}") for i, t in enumerate(model_turns)]
+        raise ValueError(f"{len(user_turns)} user turns but {len(model_turns)} model turns")
+    users = _collect(user_turns, lambda i: f"user turn {i}")
+    models = _collect(model_turns, lambda i: f"model turn {i}")
     return users, models
 
 
@@ -359,6 +526,33 @@ def ers_turns(
     if not users:
         raise ValueError("no turns to score")
     return _turn_scores(users, models, variant=variant, dtw=dtw, params=params, norm_bounds=norm_bounds)
+
+
+def ers_table(
+    user_turns: Sequence[TurnInput],
+    model_turns: Sequence[TurnInput],
+    *,
+    variant: str = "paper",
+    dtw: str | Callable = "exact",
+    params: ERSParams = DEFAULT_PARAMS,
+    norm_bounds: Mapping[str, tuple[float, float]] | None = None,
+) -> dict[str, np.ndarray]:
+    """`ers_turns` as arrays (one entry per turn), for large batches.
+
+    Keys: ecs, ess, ers (float arrays); ebs and ebs_dtw (numpy masked arrays,
+    masked where EBS is inert, so `.mean()` averages active turns only);
+    ebs_active (bool); extreme ((n, 3) bool, VAD order); ecs_dtw, ess_jumps (raw costs).
+
+    >>> user = {"valence": [0.1, 0.1], "arousal": [0.2, 0.2], "dominance": [0.5, 0.5]}
+    >>> t = ers_table([user, user], [user, user], variant="reference")
+    >>> t["ers"].tolist(), t["ebs_active"].tolist(), int(t["ebs"].count())
+    ([1.0, 1.0], [False, False], 0)
+    """
+    _check_variant(variant)
+    users, models = _paired(user_turns, model_turns)
+    if not users:
+        raise ValueError("no turns to score")
+    return _turn_arrays(users, models, variant=variant, dtw=dtw, params=params, norm_bounds=norm_bounds)
 
 
 def ers_summary(turns: Sequence[TurnScores]) -> dict:
@@ -396,18 +590,30 @@ def ers_dialogues(
     _check_variant(variant)
     if not dialogues:
         raise ValueError("no dialogues to score")
-    all_users: list[np.ndarray] = []
-    all_models: list[np.ndarray] = []
-    spans = []
+    user_inputs: list = []
+    model_inputs: list = []
+    spans: list[tuple[int, int]] = []
     for k, pair in enumerate(dialogues):
         if not isinstance(pair, Sequence) or len(pair) != 2:
             raise ValueError(f"dialogue {k}: expected (user_turns, model_turns), got {type(pair).__name__}")
-        users, models = _paired(pair[0], pair[1], prefix=f"dialogue {k}: ")
-        if not users:
+        users_k, models_k = pair
+        if len(users_k) != len(models_k):
+            raise ValueError(f"dialogue {k}: {len(users_k)} user turns but {len(models_k)} model turns")
+        if len(users_k) == 0:
             raise ValueError(f"dialogue {k}: no turns")
-        spans.append((len(all_users), len(all_users) + len(users)))
-        all_users += users
-        all_models += models
+        spans.append((len(user_inputs), len(user_inputs) + len(users_k)))
+        user_inputs += list(users_k)
+        model_inputs += list(models_k)
+
+    def name_of(role: str) -> Callable[[int], str]:
+        def name(i: int) -> str:
+            k = next(j for j, (a, b) in enumerate(spans) if a <= i < b)
+            return f"dialogue {k}: {role} turn {i - spans[k][0]}"
+
+        return name
+
+    all_users = _collect(user_inputs, name_of("user"))
+    all_models = _collect(model_inputs, name_of("model"))
     turn_scores = _turn_scores(all_users, all_models, variant=variant, dtw=dtw, params=params, norm_bounds=norm_bounds)
     # Cross-turn stability: DTW of each dimension between consecutive model turns.
     jobs_a, jobs_b, owners = [], [], []
@@ -529,6 +735,7 @@ __all__ = [
     "dtw_distance",
     "ers_dialogues",
     "ers_summary",
+    "ers_table",
     "ers_turns",
     "perceptual_ers",
     "read_vad_csv",
