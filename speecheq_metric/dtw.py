@@ -5,22 +5,23 @@ from (0,0) to (n-1,m-1) of the SUM of |a_i - b_j| along the path (no square,
 no square root). The exact O(nm) dynamic programme runs under numba when it is
 installed (it comes with librosa); otherwise a pure-Python loop is used.
 
-numba's on-disk compile cache is only used when NUMBA_CACHE_DIR is set, so
-importing this module never writes next to an installed package or in ~.
+The compiled kernels are in kernels.py (numba's disk cache is used only
+when NUMBA_CACHE_DIR is set).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Sequence
 
 import numpy as np
 
-logger = logging.getLogger(__name__)
+from .kernels import BACKEND
+from .kernels import dtw_kernel
+from .kernels import dtw_many_kernel
 
-_USE_DISK_CACHE = bool(os.environ.get("NUMBA_CACHE_DIR"))
+logger = logging.getLogger(__name__)
 
 
 def dtw_python(a: Sequence[float], b: Sequence[float]) -> float:
@@ -46,116 +47,6 @@ def dtw_python(a: Sequence[float], b: Sequence[float]) -> float:
     return prev[m]
 
 
-def _dtw_kernel(a: np.ndarray, b: np.ndarray, row: np.ndarray) -> float:
-    """One exact DTW with a caller-provided work row of length len(b) (single rolling row)."""
-    n = a.shape[0]
-    m = b.shape[0]
-    # Row 0: only horizontal steps are possible.
-    acc = 0.0
-    for j in range(m):
-        acc += abs(a[0] - b[j])
-        row[j] = acc
-    for i in range(1, n):
-        ai = a[i]
-        diag = row[0]  # D[i-1, 0]
-        row[0] = diag + abs(ai - b[0])
-        for j in range(1, m):
-            up = row[j]  # D[i-1, j]
-            best = diag
-            if up < best:
-                best = up
-            if row[j - 1] < best:  # D[i, j-1]
-                best = row[j - 1]
-            diag = up
-            row[j] = best + abs(ai - b[j])
-    return row[m - 1]
-
-
-def _dtw2_kernel(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray, row1: np.ndarray, row2: np.ndarray) -> tuple[float, float]:
-    """Two exact DTWs of equal shapes in lock-step.
-
-    Each cell waits on its left neighbour (add + min latency); interleaving two
-    independent programmes keeps the CPU busy during that wait (~1.8x faster).
-    """
-    n = a1.shape[0]
-    m = b1.shape[0]
-    acc1 = 0.0
-    acc2 = 0.0
-    for j in range(m):
-        acc1 += abs(a1[0] - b1[j])
-        acc2 += abs(a2[0] - b2[j])
-        row1[j] = acc1
-        row2[j] = acc2
-    for i in range(1, n):
-        x1 = a1[i]
-        x2 = a2[i]
-        diag1 = row1[0]
-        diag2 = row2[0]
-        row1[0] = diag1 + abs(x1 - b1[0])
-        row2[0] = diag2 + abs(x2 - b2[0])
-        for j in range(1, m):
-            up1 = row1[j]
-            up2 = row2[j]
-            best1 = diag1
-            if up1 < best1:
-                best1 = up1
-            if row1[j - 1] < best1:
-                best1 = row1[j - 1]
-            best2 = diag2
-            if up2 < best2:
-                best2 = up2
-            if row2[j - 1] < best2:
-                best2 = row2[j - 1]
-            diag1 = up1
-            diag2 = up2
-            row1[j] = best1 + abs(x1 - b1[j])
-            row2[j] = best2 + abs(x2 - b2[j])
-    return row1[m - 1], row2[m - 1]
-
-
-def _dtw_many_kernel(flat_a: np.ndarray, off_a: np.ndarray, flat_b: np.ndarray, off_b: np.ndarray, out: np.ndarray) -> None:
-    """DTW of pair p = flat_a[off_a[p]:off_a[p+1]] vs flat_b[off_b[p]:off_b[p+1]] into out[p]."""
-    longest = 1
-    for p in range(out.shape[0]):
-        if off_b[p + 1] - off_b[p] > longest:
-            longest = off_b[p + 1] - off_b[p]
-    row = np.empty(longest, dtype=np.float64)
-    row2 = np.empty(longest, dtype=np.float64)
-    p = 0
-    while p < out.shape[0]:
-        a = flat_a[off_a[p] : off_a[p + 1]]
-        b = flat_b[off_b[p] : off_b[p + 1]]
-        if p + 1 < out.shape[0] and off_a[p + 2] - off_a[p + 1] == a.shape[0] and off_b[p + 2] - off_b[p + 1] == b.shape[0]:
-            # next pair has the same shape: run both together
-            out[p], out[p + 1] = _dtw2_kernel(a, b, flat_a[off_a[p + 1] : off_a[p + 2]], flat_b[off_b[p + 1] : off_b[p + 2]], row, row2)
-            p += 2
-        else:
-            out[p] = _dtw_kernel(a, b, row)
-            p += 1
-
-
-try:
-    import numba
-except ImportError:  # pragma: no cover - exercised only without numba
-    numba = None
-
-
-
-def jit(fn):
-    """numba.njit when numba is installed (disk cache only under NUMBA_CACHE_DIR), else the function itself."""
-    if numba is None:
-        return fn
-    return numba.njit(cache=_USE_DISK_CACHE, nogil=True)(fn)
-
-
-_dtw_kernel = jit(_dtw_kernel)
-_dtw2_kernel = jit(_dtw2_kernel)
-_dtw_many_kernel = jit(_dtw_many_kernel)
-BACKEND = "numba" if numba is not None else "python"
-if numba is None:
-    logger.info("numba is not installed: exact DTW runs in pure Python (slow)")
-
-
 def as_trajectory(x: Sequence[float] | np.ndarray, *, name: str = "series") -> np.ndarray:
     """A contiguous 1-D float64 array with at least one finite frame; ValueError naming `name` otherwise."""
     arr = np.ascontiguousarray(x, dtype=np.float64)
@@ -179,9 +70,9 @@ def dtw_distance(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarra
     """
     x = as_trajectory(a, name="a")
     y = as_trajectory(b, name="b")
-    if numba is None:
+    if BACKEND == "python":
         return float(dtw_python(x.tolist(), y.tolist()))
-    return float(_dtw_kernel(x, y, np.empty(len(y), dtype=np.float64)))
+    return float(dtw_kernel(x, y, np.empty(len(y), dtype=np.float64)))
 
 
 def _flat_series(series: Sequence, label: str) -> tuple[np.ndarray, np.ndarray]:
@@ -218,11 +109,11 @@ def dtw_many(pairs_a: Sequence[Sequence[float]], pairs_b: Sequence[Sequence[floa
 def _many_from_flat(flat_a: np.ndarray, off_a: np.ndarray, flat_b: np.ndarray, off_b: np.ndarray) -> np.ndarray:
     """Run the batch kernel (or the pure-Python fallback) on validated flat series."""
     out = np.empty(len(off_a) - 1, dtype=np.float64)
-    if numba is None:
+    if BACKEND == "python":
         for p in range(len(out)):
             out[p] = dtw_python(flat_a[off_a[p] : off_a[p + 1]].tolist(), flat_b[off_b[p] : off_b[p + 1]].tolist())
         return out
-    _dtw_many_kernel(flat_a, off_a, flat_b, off_b, out)
+    dtw_many_kernel(flat_a, off_a, flat_b, off_b, out)
     return out
 
 

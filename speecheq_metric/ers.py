@@ -31,12 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .dtw import _dtw2_kernel
-from .dtw import _dtw_kernel
 from .dtw import dtw_distance
 from .dtw import dtw_many_checked
 from .dtw import fastdtw_distance
-from .dtw import jit
+from .kernels import turn_costs_kernel
 
 DIMENSIONS: tuple[str, ...] = ("valence", "arousal", "dominance")
 VARIANTS: tuple[str, ...] = ("paper", "reference")
@@ -243,68 +241,6 @@ def _minmax_scores(costs: np.ndarray, bounds: tuple[float, float] | None, what: 
 # ----------------------------------------------------------------- turn-level scores
 
 
-def _turn_costs_kernel(U, off_u, M, off_m, limits, deltas, jump, out_dtw_v, out_dtw_a, out_ebs, out_extreme, out_jump_sum, out_jump_n):
-    """Raw costs of every turn (numba-compiled): DTW_V, DTW_A, Σ EBS DTW, extreme flags, model jumps.
-
-    limits = (valence below, arousal above, dominance below); deltas = (δ_V, δ_A, δ_D).
-    """
-    longest = 1
-    for i in range(off_m.shape[0] - 1):
-        if off_m[i + 1] - off_m[i] > longest:
-            longest = off_m[i + 1] - off_m[i]
-    longest_u = 1
-    for i in range(off_u.shape[0] - 1):
-        if off_u[i + 1] - off_u[i] > longest_u:
-            longest_u = off_u[i + 1] - off_u[i]
-    row = np.empty(max(longest, longest_u), dtype=np.float64)
-    row2 = np.empty(max(longest, longest_u), dtype=np.float64)
-    shifted = np.empty((3, longest_u), dtype=np.float64)
-    dims = np.empty(3, dtype=np.int64)
-    for i in range(off_u.shape[0] - 1):
-        u0, u1, m0, m1 = off_u[i], off_u[i + 1], off_m[i], off_m[i + 1]
-        nu = u1 - u0
-        # DTW(E_m, E_u) as written in the paper; V and A have equal shapes, so together
-        out_dtw_v[i], out_dtw_a[i] = _dtw2_kernel(M[0, m0:m1], U[0, u0:u1], M[1, m0:m1], U[1, u0:u1], row, row2)
-        n_ext = 0
-        for d in range(3):
-            mean = 0.0
-            for t in range(u0, u1):
-                mean += U[d, t]
-            mean /= nu
-            extreme = mean < limits[d] if d != 1 else mean > limits[d]
-            out_extreme[i, d] = extreme
-            if extreme:
-                # target: the user's level shifted by δ_E; DTW(E_u + δ_E, E_m)
-                for t in range(nu):
-                    shifted[d, t] = U[d, u0 + t] + deltas[d]
-                dims[n_ext] = d
-                n_ext += 1
-        ebs = 0.0
-        k = 0
-        if n_ext >= 2:
-            d1, d2 = dims[0], dims[1]
-            e1, e2 = _dtw2_kernel(shifted[d1, :nu], M[d1, m0:m1], shifted[d2, :nu], M[d2, m0:m1], row, row2)
-            ebs += e1 + e2
-            k = 2
-        for j in range(k, n_ext):
-            d = dims[j]
-            ebs += _dtw_kernel(shifted[d, :nu], M[d, m0:m1], row)
-        out_ebs[i] = ebs
-        total = 0.0
-        count = 0
-        for d in range(3):
-            for t in range(m0, m1 - 1):
-                step = abs(M[d, t + 1] - M[d, t])
-                if step > jump:
-                    total += step
-                    count += 1
-        out_jump_sum[i] = total
-        out_jump_n[i] = count
-
-
-_turn_costs_kernel = jit(_turn_costs_kernel)
-
-
 class _Batch:
     """Validated turns stored flat: one C-contiguous (3, ΣT) array and the turn offsets into it."""
 
@@ -381,7 +317,7 @@ def _turn_costs(users: _Batch, models: _Batch, params: ERSParams, dtw: str | Cal
         "jump_n": np.empty(n, dtype=np.int64),
     }
     if dtw == "exact":
-        _turn_costs_kernel(users.flat, users.offsets, models.flat, models.offsets, limits, deltas, float(params.jump_threshold), out["dtw_v"], out["dtw_a"], out["ebs_dtw"], out["extreme"], out["jump_sum"], out["jump_n"])
+        turn_costs_kernel(users.flat, users.offsets, models.flat, models.offsets, limits, deltas, float(params.jump_threshold), out["dtw_v"], out["dtw_a"], out["ebs_dtw"], out["extreme"], out["jump_sum"], out["jump_n"])
         return out
     # Other backends: the same quantities, DTW pair by pair.
     jobs_a: list[np.ndarray] = []

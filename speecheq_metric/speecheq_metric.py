@@ -14,10 +14,11 @@ from .accuracy import forced_choice_metrics
 from .accuracy import score_choices
 from .dtw import dtw_distance
 from .ers import categorical_ers
+from .kernels import BACKEND
 from .seq import seq_scores
 from .taxonomy import composite_of_subscale
 
-_CORE = (dtw_distance, seq_scores)  # imported so evaluate copies dtw.py and seq.py (used by ers.py / users)
+_CORE = (dtw_distance, seq_scores, BACKEND)  # imported so evaluate copies every core file (one level only)
 
 _CITATION = """\
 @misc{speecheq,

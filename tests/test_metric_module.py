@@ -186,7 +186,7 @@ def test_space_dry_run(tmp_path, capsys):
     plan = json.loads(capsys.readouterr().out)
     assert plan["repo_id"] == "someone/speecheq" and plan["dry_run"] is True
     names = {p.name for p in out_dir.iterdir()}
-    assert names == {"speecheq.py", "accuracy.py", "seq.py", "dtw.py", "ers.py", "taxonomy.py", "README.md", "app.py", "requirements.txt"}
+    assert names == {"speecheq.py", "accuracy.py", "seq.py", "dtw.py", "ers.py", "kernels.py", "taxonomy.py", "README.md", "app.py", "requirements.txt"}
     assert set(plan["files"]) == names
     card = (out_dir / "README.md").read_text(encoding="utf-8")
     header = card.split("---")[1]
