@@ -99,3 +99,37 @@ def test_dtw_properties(a, b):
     # bounded by the lock-step path when lengths agree
     if len(a) == len(b):
         assert d <= float(np.abs(np.subtract(a, b)).sum()) + 1e-9
+
+
+def test_pure_python_fallback_without_numba():
+    """With numba unavailable the same functions run as plain Python and give the same numbers."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from speecheq_metric import ers_turns
+
+    rng = np.random.default_rng(5)
+    users = [{k: rng.uniform(-0.3, 0.7, 7).tolist() for k in ("valence", "arousal", "dominance")} for _ in range(4)]
+    models = [{k: rng.uniform(-0.3, 0.7, 5).tolist() for k in ("valence", "arousal", "dominance")} for _ in range(4)]
+    code = (
+        "import json, sys\n"
+        "sys.modules['numba'] = None  # makes `import numba` fail\n"
+        "from speecheq_metric import dtw_distance, dtw_many, ers_turns\n"
+        "from speecheq_metric import dtw\n"
+        "assert dtw.BACKEND == 'python'\n"
+        "data = json.loads(sys.stdin.read())\n"
+        "print(json.dumps({'backend': dtw.BACKEND, 'dtw': dtw_distance([0, 1, 2], [0, 2]),\n"
+        "    'many': dtw_many([[0, 1, 2], [1.0]], [[0, 2], [3.0, 3.0]]).tolist(),\n"
+        "    'ers': [t.ers for t in ers_turns(data['u'], data['m'], variant='reference')]}))\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, "-c", code], input=json.dumps({"u": users, "m": models}), cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["dtw"] == 1.0 and out["many"] == [1.0, 4.0]
+    expected = [t.ers for t in ers_turns(users, models, variant="reference")]
+    assert out["ers"] == pytest.approx(expected, abs=1e-12)
