@@ -16,9 +16,9 @@ from .dtw import dtw_distance
 from .ers import categorical_ers
 from .kernels import BACKEND
 from .seq import seq_scores
-from .taxonomy import composite_of_subscale
+from .taxonomy import SUBSCALE_SLUGS
 
-_CORE = (dtw_distance, seq_scores, BACKEND)  # imported so evaluate copies every core file (one level only)
+_CORE = (dtw_distance, seq_scores, BACKEND, SUBSCALE_SLUGS)  # imported so evaluate copies every core file (one level only)
 
 _CITATION = """\
 @misc{speecheq,
@@ -130,6 +130,12 @@ class SpeechEQMetric(evaluate.Metric):
         self._validate(predictions, references)
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Validate one dialogue's pair (ValueError naming a bad value), then add it."""
+        if prediction is not None and reference is not None:
+            self._validate([prediction], [reference])
+        return super().add(prediction=prediction, reference=reference, **kwargs)
+
     def compute(self, *, predictions=None, references=None, **kwargs):
         """Validate the inputs (ValueError naming a bad value), then compute the scores described below.
 """
@@ -139,7 +145,4 @@ class SpeechEQMetric(evaluate.Metric):
     def _compute(self, predictions, references, subscales=None, n_bootstrap: int = 1000, seed: int = 0):
         if self.config_name == "categorical_ers":
             return {"categorical_ers": categorical_ers(references, predictions)}
-        if subscales is not None:
-            for slug in subscales:
-                composite_of_subscale(slug)  # ValueError naming an unknown slug
         return forced_choice_metrics(predictions, references, subscales, n_bootstrap=n_bootstrap, seed=seed)

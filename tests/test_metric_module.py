@@ -131,6 +131,17 @@ def test_evaluate_errors_name_the_value(loaded, kwargs, named):
         loaded.compute(**kwargs)
 
 
+def test_add_and_add_batch_validate_too(loaded):
+    with pytest.raises(ValueError, match="1.5"):
+        loaded.add(prediction=[1, 1.5], reference=[1, 2])
+    with pytest.raises(ValueError, match="'x'"):
+        loaded.add_batch(predictions=[["x", 1]], references=[[1, 2]])
+    loaded.add(prediction=[1, 2], reference=[1, 2])
+    loaded.add_batch(predictions=[[2, 2], [0, 1]], references=[[1, 2], [2, 1]])
+    out = loaded.compute(n_bootstrap=0)
+    assert (out["acc_traj"], out["invalid_rate"], out["n_dialogues"]) == (pytest.approx(1 / 3), pytest.approx(1 / 6), 3)
+
+
 def test_categorical_config(monkeypatch):
     import evaluate
 
