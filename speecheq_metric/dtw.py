@@ -11,7 +11,6 @@ when NUMBA_CACHE_DIR is set).
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Sequence
 
@@ -20,8 +19,6 @@ import numpy as np
 from .kernels import BACKEND
 from .kernels import dtw_kernel
 from .kernels import dtw_many_kernel
-
-logger = logging.getLogger(__name__)
 
 
 def dtw_python(a: Sequence[float], b: Sequence[float]) -> float:
