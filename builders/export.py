@@ -151,6 +151,10 @@ def statistics_markdown(stats: Statistics) -> str:
     return "\n".join(lines)
 
 
+def _type_label(feature) -> str:
+    return feature.dtype if isinstance(feature, datasets.Value) else feature.__class__.__name__
+
+
 def card_text(stats: Statistics, split_bytes: int, download_bytes: int, *, pretty_name: str = "SpeechEQ", source_note: str = "") -> str:
     """The full README.md dataset card."""
     taxonomy = "\n".join(
@@ -159,7 +163,7 @@ def card_text(stats: Statistics, split_bytes: int, download_bytes: int, *, prett
         + " |"
         for c in COMPOSITES
     )
-    columns = "\n".join(f"| `{name}` | {FEATURES[name].__class__.__name__} | {COLUMN_DOCS[name]} |" for name in FEATURES)
+    columns = "\n".join(f"| `{name}` | {_type_label(FEATURES[name])} | {COLUMN_DOCS[name]} |" for name in FEATURES)
     body = f"""
 # {pretty_name}
 
@@ -257,6 +261,9 @@ def write_shards(
     if missing:
         raise ValueError(f"dataset lacks SpeechEQ columns {sorted(missing)}")
     ds = ds.select_columns(list(FEATURES))
+    # Dictionary-encode text only: clip bytes are unique blobs (and a dictionary would silently
+    # deduplicate repeated clips, hiding the real size of a set that reuses recordings).
+    dictionary_columns = [c for c in FEATURES if c not in CLIP_COLUMNS] + [f"{c}.path" for c in CLIP_COLUMNS]
     parts: list[Path] = []
     writer: pq.ParquetWriter | None = None
     shard_bytes = 0
@@ -270,7 +277,7 @@ def write_shards(
                 writer = None
             if writer is None:
                 parts.append(data_dir / f"part-{len(parts):05d}.parquet")
-                writer = pq.ParquetWriter(parts[-1], schema)
+                writer = pq.ParquetWriter(parts[-1], schema, use_dictionary=dictionary_columns)
                 shard_bytes = 0
             writer.write_table(table, row_group_size=rows_per_group)
             shard_bytes += table.nbytes
