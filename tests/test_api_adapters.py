@@ -171,6 +171,7 @@ def test_openai_request_interleaves_text_and_wav_audio_in_order(openai_server):
     assert request["headers"]["authorization"] == f"Bearer {SENTINEL}"
     body = request["body"]
     assert body["model"] == "test-model" and body["seed"] == 7 and body["temperature"] == 0.0
+    assert body["max_completion_tokens"] == 1024
     assert body["messages"][0] == {"role": "system", "content": "You judge delivery."}
     content = body["messages"][1]["content"]
     assert [part["type"] for part in content] == ["text", "input_audio", "text", "input_audio", "text", "input_audio", "text"]
@@ -317,11 +318,13 @@ def test_a_local_compatible_server_needs_no_key(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     fake = FakeApi(openai_ok)
     try:
-        model = build_model("openai", model="Qwen/Qwen3-Omni-30B-A3B-Instruct", base_url=f"{fake.url}/v1", temperature="none", **FAST)
+        model = build_model("openai", model="Qwen/Qwen3-Omni-30B-A3B-Instruct", base_url=f"{fake.url}/v1", temperature=None,
+                            max_new_tokens=300, **FAST)
         out = model.generate([make_query()])[0]
         assert out.error is None and out.cost_usd is None  # no prices given
         assert "authorization" not in fake.requests[0]["headers"]
         assert "temperature" not in fake.requests[0]["body"]
+        assert fake.requests[0]["body"]["max_completion_tokens"] == 300  # --max-new-tokens reaches the API
         assert model.describe()["label"] == "openai:Qwen/Qwen3-Omni-30B-A3B-Instruct"
     finally:
         fake.close()

@@ -231,6 +231,8 @@ class HttpChoiceModel(ChoiceModel):
         text_only: bool = False,
         **unknown,
     ):
+        if "max_new_tokens" in unknown:  # the runner's --max-new-tokens flag arrives under the HF name
+            max_tokens = int(unknown.pop("max_new_tokens"))
         if "api_key" in unknown or "key" in unknown:
             raise ValueError(f"{self.name}: API keys are never passed as arguments; set {api_key_env or self.default_key_env} "
                              "in the environment (or api_key_env=NAME_OF_VARIABLE)")
