@@ -33,6 +33,11 @@ class HFAudioLM(ChoiceModel):
     default_hub_id: str = ""
     modes = frozenset({"generate", "logprob"})
     sampling_rate = 16000  # the Whisper-style feature extractors of all three families
+    # Pad every clip, the longest too: with "longest" padding the one unpadded clip gets one
+    # frame (so one audio token) fewer than when padded, so its prompt would depend on its
+    # batch-mates (found with the tiny Qwen3-Omni). Padding to past the longest clip fixes it.
+    pad_past_longest: bool = False
+    _PAD_UNIT = 16000  # samples (1 s)
 
     def __init__(
         self,
@@ -127,10 +132,13 @@ class HFAudioLM(ChoiceModel):
             for p in q.parts:
                 if p.kind == "audio" and p.clip.sampling_rate != self.sampling_rate:
                     raise ValueError(f"{q.uid}: clip {p.clip.column} is at {p.clip.sampling_rate} Hz, the model needs {self.sampling_rate}")
-        kwargs = {"text": texts, "return_tensors": "pt", "padding": True}
+        kwargs = {"text": texts, "return_tensors": "pt", "text_kwargs": {"padding": True}}
         if audio:
             kwargs["audio"] = audio
             kwargs["sampling_rate"] = self.sampling_rate
+            if self.pad_past_longest:
+                target = (max(len(a) for a in audio) // self._PAD_UNIT + 1) * self._PAD_UNIT
+                kwargs["audio_kwargs"] = {"padding": "max_length", "max_length": target, "truncation": False}
         inputs = self.processor(**kwargs)
         device = self.model.device
         dtype = self.model.dtype
@@ -228,6 +236,7 @@ class Qwen3Omni(HFAudioLM):
     name = "qwen3-omni"
     family = "qwen3-omni"
     model_class_name = "Qwen3OmniMoeThinkerForConditionalGeneration"
+    pad_past_longest = True
     default_hub_id = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
 
 

@@ -1,0 +1,150 @@
+"""The Hugging Face adapters with tiny random-weight models built offline, on real clips."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from eval_scripts import protocol
+from eval_scripts import runner
+from eval_scripts.models.base import build_model
+from eval_scripts.prompts import load_template
+
+FAMILIES = ["qwen2.5-omni", "qwen3-omni", "qwen2-audio"]
+
+
+@pytest.fixture(scope="module")
+def real_rows(real_raw_dir):
+    config = runner.RunConfig(model="x", output_dir="unused", dataset=str(real_raw_dir), limit=4)
+    return runner.load_dataset_rows(config)
+
+
+@pytest.fixture(scope="module")
+def dialogues(real_rows):
+    return [runner.dialogue_from_row(real_rows[i], 16000) for i in range(len(real_rows))]
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def tiny(request):
+    return build_model(request.param, pretrained="tiny-random", max_new_tokens=6)
+
+
+def _settings(**kw):
+    template = load_template()
+    return protocol.ProtocolSettings(template=template, system=template["system"], **kw)
+
+
+def _audio_runs(ids: list[int], audio_id: int) -> list[tuple[int, int]]:
+    """(start, length) of each run of audio placeholder tokens."""
+    runs, k = [], 0
+    while k < len(ids):
+        if ids[k] == audio_id:
+            start = k
+            while k < len(ids) and ids[k] == audio_id:
+                k += 1
+            runs.append((start, k - start))
+        else:
+            k += 1
+    return runs
+
+
+@pytest.mark.parametrize(
+    "round_, inference, history",
+    [(1, "sequential", "audio"), (2, "sequential", "audio"), (2, "direct", "audio"), (2, "sequential", "text")],
+)
+def test_model_inputs_interleave_the_right_clips_in_order(tiny, dialogues, round_, inference, history):
+    settings = _settings(inference=inference, history=history)
+    traj = protocol.Trajectory("generate", "low_first", 0)
+    turn4 = protocol.context_level(settings, "low") if round_ == 2 else None
+    query = protocol.build_query(settings, dialogues[0], round_, traj, turn4)
+    expected_cols = [p.clip.column for p in query.parts if p.kind == "audio"]
+    if history == "audio":
+        first = ["turn1_audio", "turn2_audio", "turn3_audio"]
+        first += [f"turn4_audio_{'high' if inference == 'direct' else 'low'}", "turn5_audio"] if round_ == 2 else []
+        turn = 4 if round_ == 1 else 6
+        assert expected_cols == first + [f"turn{turn}_audio_low", f"turn{turn}_audio_high"]
+    else:
+        assert expected_cols == ["turn6_audio_low", "turn6_audio_high"]
+
+    inputs = tiny.encode([query])
+    processor = tiny.processor
+    # 1) the audio features are those of the query's clips, in order of appearance
+    got = inputs["input_features"]
+    valid = inputs["feature_attention_mask"].sum(-1).tolist()
+    clips = [p.clip.array for p in query.parts if p.kind == "audio"]
+    assert got.shape[0] == len(expected_cols) == len(clips)
+    for row, (clip, n_valid) in enumerate(zip(clips, valid)):
+        alone = processor.feature_extractor(clip, sampling_rate=16000, return_tensors="pt", padding="max_length")["input_features"][0]
+        assert abs(n_valid - len(clip) / 160) <= 1  # 10-ms frames of this very clip
+        # every frame but the boundary one equals the clip's own features
+        assert torch.allclose(got[row, :, : n_valid - 1], alone[:, : n_valid - 1], atol=1e-4)
+    # 2) each clip's placeholder run sits where the prompt puts it, with text between them verbatim
+    ids = inputs["input_ids"][0].tolist()
+    audio_id = processor.tokenizer.convert_tokens_to_ids(processor.tokenizer.audio_token)
+    runs = _audio_runs(ids, audio_id)
+    assert len(runs) == len(expected_cols)
+    # longer clips get more placeholder tokens: the runs follow the clips' lengths in order
+    durations = [p.clip.duration_s for p in query.parts if p.kind == "audio"]
+    for (_, n_a), (_, n_b), d_a, d_b in zip(runs, runs[1:], durations, durations[1:]):
+        if d_a > d_b + 0.5:
+            assert n_a > n_b
+        elif d_b > d_a + 0.5:
+            assert n_b > n_a
+    collapsed, k = [], 0
+    for start, n in runs:
+        collapsed += ids[k:start] + [audio_id]
+        k = start + n
+    collapsed += ids[k:]
+    assert processor.tokenizer.decode(collapsed) == tiny.prompt_text(query)
+
+
+def test_tiny_models_are_labelled_and_deterministic(tiny):
+    description = tiny.describe()
+    assert description["pretrained"] == "tiny-random" and "tiny random weights" in description["weights"]
+    assert "tiny random weights" in description["label"]
+    again = build_model(tiny.name, pretrained="tiny-random", max_new_tokens=6)
+    for a, b in zip(tiny.model.state_dict().values(), again.model.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def _answers(run_dir):
+    out = []
+    for line in (run_dir / "samples.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        for traj in record["trajectories"]:
+            for r in traj["rounds"]:
+                out.append((r["uid"], r["raw"], r["choice"], r["input_tokens"], r["output_tokens"], r["turn4_in_context"]))
+    return out
+
+
+def test_batch_of_4_equals_batch_of_1_under_greedy_decoding(tiny, real_rows, tmp_path):
+    rows = real_rows.select(range(2))
+    results = {}
+    for batch in (1, 4):
+        # both choice modes on the main family; generate only on the others (suite time)
+        mode = "both" if tiny.family == "qwen2.5-omni" else "generate"
+        config = runner.RunConfig(model=tiny.name, output_dir=str(tmp_path / f"b{batch}"), batch_size=batch, choice_mode=mode, n_bootstrap=0)
+        results[batch] = runner.run(config, model=tiny, dataset=rows, progress=False)
+    assert _answers(tmp_path / "b1") == _answers(tmp_path / "b4")
+    assert results[1]["metrics"] == results[4]["metrics"]
+    assert results[1].get("by_choice_mode") == results[4].get("by_choice_mode")
+    generated = [raw for uid, raw, *_ in _answers(tmp_path / "b1") if "/generate/" in uid]
+    assert len(generated) == 2 * len(rows) and all(raw is not None for raw in generated)
+    assert results[1]["label"].startswith(f"{tiny.name} (tiny random weights)")
+
+
+def test_logprob_mode_scores_the_two_answer_tokens(tiny, dialogues):
+    query = protocol.build_query(_settings(), dialogues[1], 1, protocol.Trajectory("logprob", "random", 0))
+    (out,) = tiny.score([query])
+    lp1, lp2 = out.option_logprobs
+    assert lp1 < 0 and lp2 < 0 and out.choice == (1 if lp1 > lp2 else 2)
+    # the same numbers by hand: next-token distribution after the answer prefix
+    inputs = tiny.encode([query], answer_prefix=True)
+    with torch.inference_mode():
+        logits = tiny.model(**inputs).logits[0, -1].float()
+    ref = torch.log_softmax(logits, -1)
+    one, two = (tiny.tokenizer.encode(a, add_special_tokens=False)[0] for a in ("1", "2"))
+    assert abs(ref[one].item() - lp1) < 1e-4 and abs(ref[two].item() - lp2) < 1e-4
+    assert tiny.prompt_text(query, query.meta["answer_prefix"]).endswith('<|im_start|>assistant\n{"selected": "Option ')

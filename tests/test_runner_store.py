@@ -1,0 +1,55 @@
+"""Crash safety of the run directory's files: torn lines, repair, atomic writes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eval_scripts import store
+
+
+def _records(n):
+    return [{"id": f"d{i}", "status": "ok", "text": "é" * i} for i in range(n)]
+
+
+def test_every_cut_of_the_last_line_loses_only_that_line(tmp_path):
+    path = tmp_path / "rank0.jsonl"
+    with store.ShardWriter(path) as writer:
+        for record in _records(3):
+            writer.append(record)
+    full = path.read_bytes()
+    last_start = full[:-1].rfind(b"\n") + 1
+    for cut in range(last_start + 1, len(full) - 1):  # every torn state of the third line
+        path.write_bytes(full[:cut])
+        assert store.read_jsonl(path) == _records(2)
+        with store.ShardWriter(path) as writer:  # reopening cuts the torn tail before appending
+            writer.append({"id": "d2", "status": "ok", "text": "éé"})
+        assert store.read_jsonl(path) == _records(3)
+
+
+def test_a_bad_line_in_the_middle_is_damage_not_a_torn_tail(tmp_path):
+    path = tmp_path / "rank0.jsonl"
+    path.write_bytes(b'{"id": "a"}\n{"id": \n{"id": "c"}\n')
+    with pytest.raises(ValueError, match="line 2"):
+        store.read_jsonl(path)
+
+
+def test_read_shards_merges_all_ranks(tmp_path):
+    for rank in (0, 1, 2):
+        with store.ShardWriter(store.shard_path(tmp_path, rank)) as writer:
+            writer.append({"id": f"r{rank}"})
+    assert [r["id"] for r in store.read_shards(tmp_path)] == ["r0", "r1", "r2"]
+    assert store.read_shards(tmp_path / "nothing") == []
+
+
+def test_atomic_json_write_replaces_whole_files_and_leaves_no_temp(tmp_path):
+    target = tmp_path / "results.json"
+    store.write_json_atomic(target, {"a": 1})
+    store.write_json_atomic(target, {"b": [1, 2]})
+    assert json.loads(target.read_text()) == {"b": [1, 2]}
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+    with pytest.raises(TypeError):
+        store.write_json_atomic(target, {"bad": object()})
+    assert json.loads(target.read_text()) == {"b": [1, 2]}  # a failed write keeps the old file
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
