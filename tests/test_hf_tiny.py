@@ -148,3 +148,17 @@ def test_logprob_mode_scores_the_two_answer_tokens(tiny, dialogues):
     one, two = (tiny.tokenizer.encode(a, add_special_tokens=False)[0] for a in ("1", "2"))
     assert abs(ref[one].item() - lp1) < 1e-4 and abs(ref[two].item() - lp2) < 1e-4
     assert tiny.prompt_text(query, query.meta["answer_prefix"]).endswith('<|im_start|>assistant\n{"selected": "Option ')
+
+
+def test_short_feature_padding_gives_the_processor_default_logits(dialogues):
+    """Qwen2.5-Omni's processor pads every clip to 30 s; we pad just past the longest clip (faster)."""
+    model = build_model("qwen2.5-omni", pretrained="tiny-random")
+    queries = [protocol.build_query(_settings(), d, 2, protocol.Trajectory("generate", "random", 0), "high") for d in dialogues[:2]]
+    ours = model.encode(queries)
+    texts = [model.prompt_text(q) for q in queries]
+    audio = [p.clip.array for q in queries for p in q.parts if p.kind == "audio"]
+    default = model.processor(text=texts, audio=audio, return_tensors="pt", text_kwargs={"padding": True})
+    assert default["input_features"].shape[-1] == 3000 > ours["input_features"].shape[-1]
+    assert torch.equal(ours["input_ids"], default["input_ids"])
+    with torch.inference_mode():
+        assert torch.equal(model.model(**ours).logits, model.model(**default).logits)

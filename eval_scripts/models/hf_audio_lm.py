@@ -23,6 +23,8 @@ from eval_scripts.models.base import register
 logger = logging.getLogger(__name__)
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
+DEFAULT_MAX_NEW_TOKENS = 512  # room for the four explanation fields before "selected"
+TINY_MAX_NEW_TOKENS = 32
 
 
 class HFAudioLM(ChoiceModel):
@@ -33,9 +35,13 @@ class HFAudioLM(ChoiceModel):
     default_hub_id: str = ""
     modes = frozenset({"generate", "logprob"})
     sampling_rate = 16000  # the Whisper-style feature extractors of all three families
-    # Pad every clip, the longest too: with "longest" padding the one unpadded clip gets one
-    # frame (so one audio token) fewer than when padded, so its prompt would depend on its
-    # batch-mates (found with the tiny Qwen3-Omni). Padding to past the longest clip fixes it.
+    # Pad every clip's features to just past the batch's longest clip (whole seconds).
+    # Qwen3-Omni: its processor pads to the longest, and the one unpadded clip gets one
+    # frame (so one audio token) fewer than when padded, so a prompt would depend on its
+    # batch-mates (found with the tiny model). Qwen2.5-Omni: its processor pads every clip
+    # to 30 s; the encoder reads only the valid frames, so padding less gives identical
+    # token ids and logits (checked) at a fraction of the feature-extraction cost.
+    # Qwen2-Audio keeps 30 s: its encoder requires exactly 3000 frames.
     pad_past_longest: bool = False
     _PAD_UNIT = 16000  # samples (1 s)
 
@@ -45,7 +51,7 @@ class HFAudioLM(ChoiceModel):
         dtype: str | None = None,
         device_map: str | None = None,
         trust_remote_code: bool = False,
-        max_new_tokens: int = 512,
+        max_new_tokens: int | None = None,
         do_sample: bool = False,
         temperature: float = 1.0,
         seed: int = 0,
@@ -54,6 +60,9 @@ class HFAudioLM(ChoiceModel):
         import torch
 
         self.pretrained = pretrained or self.default_hub_id
+        if max_new_tokens is None:
+            # A random-weight model never says "stop": give it a short budget unless told otherwise.
+            max_new_tokens = TINY_MAX_NEW_TOKENS if self.pretrained == "tiny-random" else DEFAULT_MAX_NEW_TOKENS
         self.max_new_tokens = int(max_new_tokens)
         self.do_sample = bool(do_sample)
         self.temperature = float(temperature)
@@ -184,7 +193,7 @@ class HFAudioLM(ChoiceModel):
         began = time.perf_counter()
         inputs = self.encode(queries, answer_prefix=True)
         with torch.inference_mode():
-            logits = self.model(**inputs).logits[:, -1, :].float()
+            logits = self.last_logits(inputs).float()
         logprobs = torch.log_softmax(logits, dim=-1).cpu()
         elapsed = time.perf_counter() - began
         outputs = []
@@ -195,6 +204,20 @@ class HFAudioLM(ChoiceModel):
             n_in = int(inputs["attention_mask"][row].sum())
             outputs.append(ModelOutput(choice=choice, option_logprobs=(lp1, lp2), input_tokens=n_in, output_tokens=0, latency_s=elapsed))
         return outputs
+
+    def last_logits(self, inputs: dict):
+        """Next-token logits at the last position only.
+
+        These model classes have no `logits_to_keep`; the LM head over every prompt
+        position would cost (prompt length x vocabulary) for nothing, so we run the
+        inner model and apply the head to the final hidden state (left padding puts
+        every prompt's last token there).
+        """
+        inner, head = getattr(self.model, "model", None), getattr(self.model, "lm_head", None)
+        if inner is None or head is None:
+            return self.model(**inputs).logits[:, -1, :]
+        hidden = inner(**inputs, use_cache=False).last_hidden_state
+        return head(hidden[:, -1, :])
 
     def _answer_token_ids(self, answers: tuple[str, str]) -> tuple[int, int]:
         """Token ids of the two answers; each must be a single token (true of digits in Qwen tokenizers)."""
@@ -226,6 +249,7 @@ class Qwen25Omni(HFAudioLM):
     name = "qwen2.5-omni"
     family = "qwen2.5-omni"
     model_class_name = "Qwen2_5OmniThinkerForConditionalGeneration"
+    pad_past_longest = True
     default_hub_id = "Qwen/Qwen2.5-Omni-7B"
 
 

@@ -6,16 +6,19 @@ the whole pipeline (processor, left padding, batching, generation, logprob
 scoring, sharding) runs in seconds on a CPU with no download. Their answers
 are meaningless: results are labelled "tiny random weights".
 
-Sizes: byte-level vocabulary (256 bytes + the family's special tokens), hidden
+Sizes: byte-level BPE vocabulary of 1024 (+ the family's special tokens), hidden
 size 64, 2 decoder layers, 2 audio-encoder layers.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
 
 TINY = "tiny-random"
 _HIDDEN = 64
+_VOCAB = 1024  # byte-level BPE size before special tokens
 _INIT_RANGE = 0.2  # wider than the usual 0.02 so random logits are far apart: greedy picks never hinge on rounding
 
 # Special tokens of each family, as in the released tokenizers (names only; ids are ours).
@@ -83,18 +86,23 @@ class TinyModel:
 
 
 def tiny_tokenizer(family: str):
-    """A byte-level Qwen2Tokenizer (no merges) with ChatML and the family's audio/vision tokens."""
+    """A byte-level BPE Qwen2Tokenizer with ChatML and the family's audio/vision tokens.
+
+    Its merges are learned here, deterministically, from our own prompt files, so
+    prompts have realistic token counts (a pure byte vocabulary would make every
+    character a token and inflate the prompt about 2.5-fold).
+    """
     from tokenizers import AddedToken
-    from tokenizers.pre_tokenizers import ByteLevel
     from transformers import Qwen2Tokenizer
 
     specials = dict(FAMILY_TOKENS[family])
-    vocab = {ch: i for i, ch in enumerate(sorted(ByteLevel.alphabet()))}
+    vocab, merges = _bpe_vocab_and_merges()
+    vocab = dict(vocab)
     for token in (*_CHATML, *specials.values()):
         vocab[token] = len(vocab)
     tokenizer = Qwen2Tokenizer(
         vocab=vocab,
-        merges=[],
+        merges=merges,
         unk_token=None,
         bos_token=None,
         eos_token="<|im_end|>",
@@ -104,6 +112,36 @@ def tiny_tokenizer(family: str):
     tokenizer.add_tokens([AddedToken(t, special=True, normalized=False) for t in (*_CHATML, *specials.values())], special_tokens=True)
     tokenizer.padding_side = "left"
     return tokenizer
+
+
+@functools.lru_cache(maxsize=1)
+def _bpe_vocab_and_merges() -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """Byte-level BPE (1024 entries: 256 bytes + merges) trained on eval_scripts/prompts/*.json."""
+    from tokenizers import Tokenizer
+    from tokenizers import models
+    from tokenizers import pre_tokenizers
+    from tokenizers import trainers
+
+    from eval_scripts.prompts import PROMPTS_DIR
+
+    corpus: list[str] = []
+
+    def strings(node) -> None:
+        if isinstance(node, str):
+            corpus.append(node)
+        elif isinstance(node, dict):
+            for value in node.values():
+                strings(value)
+
+    for path in sorted(PROMPTS_DIR.glob("*.json")):
+        strings(json.loads(path.read_text(encoding="utf-8")))
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=_VOCAB, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    bpe.train_from_iterator(corpus, trainer)
+    model = json.loads(bpe.to_str())["model"]
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
+    return model["vocab"], merges
 
 
 def _audio_only(processor_class):

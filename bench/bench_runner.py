@@ -1,0 +1,121 @@
+"""Runner throughput with the tiny random-weight Qwen2.5-Omni thinker on CPU, on real dialogues.
+
+Prints, from one run of this script:
+  1. dialogues/s at batch 1 vs batch 8 (generate mode) and whether every answer is identical (goal >= 3x);
+  2. logprob vs generate at the same batch size (goal >= 10x);
+  3. 1 vs 2 CPU processes through `accelerate launch` (same answers; speed-up bounded by the cores).
+
+The tiny model never emits an end token, so every generate query runs the full
+--max-new-tokens budget; 128 is about the length of a real model's JSON answer
+in the Qwen tokenizer (the authors' recorded answers are 100-250 tokens).
+
+    .venv/bin/python bench/bench_runner.py [--dialogues 8] [--max-new-tokens 128] [--skip-processes]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+REAL_RAW_DIR = ROOT.parent / "shared" / "data" / "speecheq-arena-v1"
+
+
+def answers(run_dir: Path) -> list[tuple]:
+    out = []
+    for line in (run_dir / "samples.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        for traj in record["trajectories"]:
+            for r in traj["rounds"]:
+                out.append((r["uid"], r["raw"], r["choice"], r["output_tokens"]))
+    return out
+
+
+def timed_run(model, rows, out_dir: Path, **kw) -> float:
+    """Seconds for a whole run (prompts, model calls, parsing, run directory), model and data preloaded."""
+    from eval_scripts import runner
+
+    config = runner.RunConfig(model=model.name, output_dir=str(out_dir), n_bootstrap=0, overwrite=True, **kw)
+    began = time.perf_counter()
+    runner.run(config, model=model, dataset=rows, progress=False)
+    return time.perf_counter() - began
+
+
+def process_run(num_processes: int, n: int, max_new_tokens: int, batch: int, out_dir: Path) -> float:
+    """Wall time of `accelerate launch` with N CPU processes, minus each process's own setup (logged)."""
+    accelerate = Path(sys.executable).with_name("accelerate")
+    cmd = [str(accelerate), "launch"]
+    cmd += ["--multi_gpu"] if num_processes > 1 else []
+    cmd += ["--num_processes", str(num_processes), "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    cmd += ["--main_process_port", str(29600 + num_processes)]
+    cmd += [str(ROOT / "eval_scripts" / "run.py"), "--model", "qwen2.5-omni", "--model-args", f"pretrained=tiny-random,max_new_tokens={max_new_tokens}"]
+    cmd += ["--dataset", str(REAL_RAW_DIR), "--output-dir", str(out_dir), "--limit", str(n), "--batch-size", str(batch)]
+    cmd += ["--n-bootstrap", "0", "--no-progress", "--overwrite"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 2) // num_processes)))
+    began = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - began
+    if proc.returncode != 0:
+        raise SystemExit(f"accelerate launch with {num_processes} processes failed:\n{proc.stderr[-3000:]}")
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dialogues", type=int, default=8)
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--skip-processes", action="store_true", help="skip the 1-vs-2-process comparison")
+    args = p.parse_args(argv)
+    os.environ.setdefault("HF_HOME", str(ROOT / ".cache" / "hf"))  # a bench script, not the library
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    import torch
+
+    from eval_scripts import runner
+    from eval_scripts.models.base import build_model
+
+    n = args.dialogues
+    rows = runner.load_dataset_rows(runner.RunConfig(model="x", output_dir="unused", dataset=str(REAL_RAW_DIR), limit=n))
+    model = build_model("qwen2.5-omni", pretrained="tiny-random", max_new_tokens=args.max_new_tokens)
+    print(f"tiny Qwen2.5-Omni thinker ({model.describe()['parameters']:,} random weights), CPU, torch threads {torch.get_num_threads()}, "
+          f"{n} real dialogues = {2 * n} queries, max_new_tokens {args.max_new_tokens}")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        timed_run(model, rows.select(range(1)), tmp / "warm", batch_size=1)  # first-call costs out of the way
+
+        t1 = timed_run(model, rows, tmp / "b1", batch_size=1)
+        t8 = timed_run(model, rows, tmp / "b8", batch_size=8)
+        same = answers(tmp / "b1") == answers(tmp / "b8")
+        print(f"\n[1] generate, batch 1: {n / t1:.3f} dialogues/s ({t1:.1f} s)")
+        print(f"    generate, batch 8: {n / t8:.3f} dialogues/s ({t8:.1f} s)")
+        print(f"    speed-up batch 8 / batch 1: {t1 / t8:.2f}x (goal >= 3x); identical answers (raw text, choice, tokens): {same}")
+
+        tl = timed_run(model, rows, tmp / "lp8", batch_size=8, choice_mode="logprob")
+        print(f"\n[2] logprob, batch 8: {n / tl:.3f} dialogues/s ({tl:.1f} s)")
+        print(f"    speed-up logprob / generate (batch 8): {t8 / tl:.1f}x (goal >= 10x)")
+        tl1 = timed_run(model, rows, tmp / "lp1", batch_size=1, choice_mode="logprob")
+        print(f"    logprob batch 1: {n / tl1:.3f} dialogues/s; logprob / generate at batch 1: {t1 / tl1:.1f}x")
+        same_lp = [a[2] for a in answers(tmp / "lp1")] == [a[2] for a in answers(tmp / "lp8")]
+        print(f"    logprob choices identical at batch 1 and 8: {same_lp}")
+
+        if not args.skip_processes:
+            p1 = process_run(1, n, args.max_new_tokens, 8, tmp / "p1")
+            p2 = process_run(2, n, args.max_new_tokens, 8, tmp / "p2")
+            same_p = answers(tmp / "p1") == answers(tmp / "p2")
+            print(f"\n[3] accelerate launch, batch 8, wall time incl. start-up (import, data, model build in each process):")
+            print(f"    1 process: {p1:.1f} s; 2 processes: {p2:.1f} s; speed-up {p1 / p2:.2f}x on {os.cpu_count()} cores; identical answers: {same_p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
