@@ -11,7 +11,12 @@ import logging
 import sys
 from pathlib import Path
 
-try:  # launched as a script from a checkout that is not installed: make `eval_scripts` importable
+# Launched as a script (`python eval_scripts/run.py`, `accelerate launch ...`), Python puts
+# eval_scripts/ itself first on sys.path, which would make our modules importable under bare
+# names; drop it, and add the checkout root only when the package is not installed.
+if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+try:
     import eval_scripts  # noqa: F401
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
