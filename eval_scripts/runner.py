@@ -162,7 +162,7 @@ def query_size(query: ChoiceQuery) -> float:
 def call_model(model: ChoiceModel, mode: str, queries: list[ChoiceQuery], batch_size: int) -> list[tuple[ModelOutput, float]]:
     """Outputs in input order, batched longest-first; each with its share of the batch's wall time.
 
-    An exception from the adapter fails the queries of that batch (error recorded), not the run.
+    An adapter exception on a batch is retried query by query; a query that still fails gets its error recorded.
     """
     order = sorted(range(len(queries)), key=lambda i: (-query_size(queries[i]), i))
     results: list[tuple[ModelOutput, float] | None] = [None] * len(queries)
@@ -171,18 +171,30 @@ def call_model(model: ChoiceModel, mode: str, queries: list[ChoiceQuery], batch_
         batch = [queries[i] for i in idx]
         began = time.perf_counter()
         try:
-            outputs = model.generate(batch) if mode == "generate" else model.score(batch)
-            if len(outputs) != len(batch):
-                raise RuntimeError(f"adapter {model.name!r} returned {len(outputs)} outputs for {len(batch)} queries")
-        except Exception as exc:
-            logger.exception("model %s failed on a batch of %d (%s ...)", model.name, len(batch), batch[0].uid)
-            outputs = [ModelOutput(error=f"{type(exc).__name__}: {exc}") for _ in batch]
+            outputs = _answer(model, mode, batch)
+        except Exception:
+            # Retry one by one, so one bad query fails alone and results stay batch-independent.
+            logger.exception("model %s failed on a batch of %d (%s ...); retrying one query at a time", model.name, len(batch), batch[0].uid)
+            outputs = []
+            for query in batch:
+                try:
+                    outputs += _answer(model, mode, [query])
+                except Exception as exc:
+                    logger.error("model %s failed on %s: %s: %s", model.name, query.uid, type(exc).__name__, exc)
+                    outputs.append(ModelOutput(error=f"{type(exc).__name__}: {exc}"))
         share = (time.perf_counter() - began) / len(batch)
         for i, output in zip(idx, outputs):
             if not output.latency_s:
                 output.latency_s = share * len(batch)
             results[i] = (output, share)
     return results  # type: ignore[return-value]
+
+
+def _answer(model: ChoiceModel, mode: str, batch: list[ChoiceQuery]) -> list[ModelOutput]:
+    outputs = model.generate(batch) if mode == "generate" else model.score(batch)
+    if len(outputs) != len(batch):
+        raise RuntimeError(f"adapter {model.name!r} returned {len(outputs)} outputs for {len(batch)} queries")
+    return outputs
 
 
 def round_entry(query: ChoiceQuery, mode: str, output: ModelOutput, compute_s: float) -> dict:
@@ -398,6 +410,9 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
     pending = [k for k, i in enumerate(ids) if i not in done]
     if is_main and done:
         logger.info("resuming %s: %d of %d dialogues already done", run_dir, len(done), len(ids))
+    # Every rank must have read the shards before any rank appends to its own,
+    # or ranks could disagree on what is pending and split the work differently.
+    accelerator.wait_for_everyone()
 
     settings = protocol.ProtocolSettings(
         template=template, system=system, seed=config.seed, inference=config.inference, history=config.history, oracle=config.oracle

@@ -312,3 +312,27 @@ def test_audio_cells_decode_to_the_model_rate(real_rows):
         assert abs(d16.clips[col].duration_s - native.clips[col].duration_s) < 0.05
         assert np.isfinite(d16.clips[col].array).all()
     assert isinstance(real_rows.features["turn1_audio"], datasets.Audio)
+
+
+class Fragile(Recorder):
+    """Raises on any batch holding the query of one dialogue's round 2; answers the rest."""
+
+    def __init__(self, bad_dialogue):
+        super().__init__(answer=lambda q: 1)
+        self.bad = bad_dialogue
+
+    def generate(self, queries):
+        if any(q.meta["dialogue_id"] == self.bad and q.meta["round"] == 2 for q in queries):
+            raise RuntimeError("CUDA error: device-side assert (simulated)")
+        return super().generate(queries)
+
+
+def test_a_failing_query_fails_only_its_dialogue_whatever_the_batch(real_rows, tmp_path):
+    bad = real_rows[0]["id"]
+    outcomes = []
+    for batch in (1, 4):
+        results, run_dir = run_with(Fragile(bad), real_rows, tmp_path, f"b{batch}", batch_size=batch)
+        assert [f["id"] for f in results["failed_dialogues"]] == [bad]
+        assert "simulated" in results["failed_dialogues"][0]["error"] and "/r2/" in results["failed_dialogues"][0]["error"]
+        outcomes.append((results["metrics"], (run_dir / "samples.jsonl").read_text().count('"status": "ok"')))
+    assert outcomes[0] == outcomes[1] and outcomes[0][1] == N_DIALOGUES - 1
