@@ -18,15 +18,18 @@ logger = logging.getLogger("speecheq_cli.demo")
 
 # (run directory name, runner arguments). The tiny model is labelled as random
 # weights in its results; its scores measure the pipeline, not a model.
+_TINY = ("--model", "qwen2.5-omni", "--model-args", "pretrained=tiny-random", "--batch-size", "8")
 DEMO_RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("random", ("--model", "random")),
     ("prosody-slower", ("--model", "prosody", "--model-args", "rule=slower")),
     ("prosody-closest", ("--model", "prosody", "--model-args", "rule=closest_to_catalyst")),
-    ("tiny-qwen2.5-omni", ("--model", "qwen2.5-omni", "--model-args", "pretrained=tiny-random", "--batch-size", "4")),
-    (
-        "tiny-qwen2.5-omni-direct",
-        ("--model", "qwen2.5-omni", "--model-args", "pretrained=tiny-random", "--batch-size", "4", "--inference", "direct"),
-    ),
+    # Logprob mode: one forward pass scores "Option 1" vs "Option 2", so even random
+    # weights give a choice; sequential and direct make the delta figure.
+    ("tiny-qwen2.5-omni-logprob", (*_TINY, "--choice-mode", "logprob")),
+    ("tiny-qwen2.5-omni-logprob-direct", (*_TINY, "--choice-mode", "logprob", "--inference", "direct")),
+    # Generate mode: the JSON answer path end to end; random weights emit no JSON, so
+    # every answer is (correctly) parsed as invalid and counted wrong.
+    ("tiny-qwen2.5-omni-generate", (*_TINY, "--choice-mode", "generate", "--max-new-tokens", "32")),
 )
 
 
