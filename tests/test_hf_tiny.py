@@ -160,3 +160,19 @@ def test_short_feature_padding_gives_the_processor_default_logits(dialogues):
     assert torch.equal(ours["input_ids"], default["input_ids"])
     with torch.inference_mode():
         assert torch.equal(model.model(**ours).logits, model.model(**default).logits)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_checkpoint_folder_loads_through_from_pretrained(family, dialogues, tmp_path):
+    """pretrained=<folder>: AutoConfig, from_pretrained, and the processor (audio-only for the omni models)."""
+    from eval_scripts.models.tiny import save_tiny
+
+    folder = save_tiny(family, tmp_path / family)
+    loaded = build_model(family, pretrained=str(folder), max_new_tokens=6)
+    reference = build_model(family, pretrained="tiny-random", max_new_tokens=6)
+    assert loaded.describe()["pretrained"] == str(folder) and "tiny" not in loaded.describe()["label"]
+    for (name, a), (_, b) in zip(reference.model.state_dict().items(), loaded.model.state_dict().items()):
+        assert torch.equal(a, b), name
+    query = protocol.build_query(_settings(), dialogues[0], 1, protocol.Trajectory("generate", "random", 0))
+    assert loaded.prompt_text(query) == reference.prompt_text(query)
+    assert [o.text for o in loaded.generate([query])] == [o.text for o in reference.generate([query])]

@@ -12,6 +12,7 @@ and "2": one forward pass per query, nothing to parse.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 
@@ -32,6 +33,7 @@ class HFAudioLM(ChoiceModel):
 
     family: str = ""
     model_class_name: str = ""
+    processor_class_name: str = ""  # omni processors: rebuilt audio-only when the full one cannot load
     default_hub_id: str = ""
     modes = frozenset({"generate", "logprob"})
     sampling_rate = 16000  # the Whisper-style feature extractors of all three families
@@ -110,8 +112,44 @@ class HFAudioLM(ChoiceModel):
             kwargs["attn_implementation"] = attn_implementation
         logger.info("loading %s from %s", self.model_class_name, self.pretrained)
         model = model_class.from_pretrained(self.pretrained, **kwargs)
-        processor = AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=trust_remote_code)
+        try:
+            processor = AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=trust_remote_code)
+        except (ImportError, OSError, ValueError) as exc:
+            if not self.processor_class_name:
+                raise
+            # The omni processors also load image/video processors (which need torchvision);
+            # we only feed text and audio, so build the processor from those parts instead.
+            logger.info("%s: full processor unavailable (%s); building an audio-only one", self.pretrained, exc)
+            processor = None
+        if processor is None or not hasattr(processor, "feature_extractor"):
+            processor = self._audio_only_processor(trust_remote_code)
         return model, processor
+
+    def _audio_only_processor(self, trust_remote_code: bool):
+        """The family's processor class with its tokenizer, feature extractor and chat template only."""
+        import transformers
+        from transformers import AutoFeatureExtractor
+        from transformers import AutoTokenizer
+        from transformers.utils import cached_file
+
+        from eval_scripts.models.tiny import audio_only
+
+        tokenizer = AutoTokenizer.from_pretrained(self.pretrained, trust_remote_code=trust_remote_code)
+        feature_extractor = AutoFeatureExtractor.from_pretrained(self.pretrained, trust_remote_code=trust_remote_code)
+        template = None
+        for name in ("chat_template.jinja", "chat_template.json"):
+            found = cached_file(self.pretrained, name, _raise_exceptions_for_missing_entries=False)
+            if found:
+                text = open(found, encoding="utf-8").read()
+                template = json.loads(text)["chat_template"] if name.endswith(".json") else text
+                break
+        template = template or getattr(tokenizer, "chat_template", None)
+        if not template:
+            raise ValueError(f"{self.pretrained}: no chat template (chat_template.jinja/.json or in the tokenizer)")
+        processor_class = audio_only(getattr(transformers, self.processor_class_name))
+        return processor_class(
+            image_processor=None, video_processor=None, feature_extractor=feature_extractor, tokenizer=tokenizer, chat_template=template
+        )
 
     # -------------------------------------------------------------- prompts
 
@@ -249,6 +287,7 @@ class Qwen25Omni(HFAudioLM):
     name = "qwen2.5-omni"
     family = "qwen2.5-omni"
     model_class_name = "Qwen2_5OmniThinkerForConditionalGeneration"
+    processor_class_name = "Qwen2_5OmniProcessor"
     pad_past_longest = True
     default_hub_id = "Qwen/Qwen2.5-Omni-7B"
 
@@ -260,6 +299,7 @@ class Qwen3Omni(HFAudioLM):
     name = "qwen3-omni"
     family = "qwen3-omni"
     model_class_name = "Qwen3OmniMoeThinkerForConditionalGeneration"
+    processor_class_name = "Qwen3OmniMoeProcessor"
     pad_past_longest = True
     default_hub_id = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
 

@@ -144,7 +144,7 @@ def _bpe_vocab_and_merges() -> tuple[dict[str, int], list[tuple[str, str]]]:
     return model["vocab"], merges
 
 
-def _audio_only(processor_class):
+def audio_only(processor_class):
     """A subclass of an omni processor that accepts no image/video processor (audio + text only)."""
 
     class AudioOnlyProcessor(processor_class):
@@ -230,7 +230,7 @@ def build_tiny(family: str, seed: int = 0) -> TinyModel:
             vision_end_token_id=ids["vision_eos_token"],
             initializer_range=_INIT_RANGE,
         )
-        processor = _audio_only(Qwen2_5OmniProcessor)(
+        processor = audio_only(Qwen2_5OmniProcessor)(
             image_processor=None, video_processor=None, feature_extractor=feature_extractor, tokenizer=tokenizer, chat_template=_template(family)
         )
     elif family == "qwen3-omni":
@@ -257,7 +257,7 @@ def build_tiny(family: str, seed: int = 0) -> TinyModel:
             vision_start_token_id=ids["vision_bos_token"],
             initializer_range=_INIT_RANGE,
         )
-        processor = _audio_only(Qwen3OmniMoeProcessor)(
+        processor = audio_only(Qwen3OmniMoeProcessor)(
             image_processor=None, video_processor=None, feature_extractor=feature_extractor, tokenizer=tokenizer, chat_template=_template(family)
         )
     else:
@@ -294,3 +294,23 @@ def build_tiny(family: str, seed: int = 0) -> TinyModel:
             "init_seed": int(seed),
         },
     )
+
+
+def save_tiny(family: str, folder, seed: int = 0):
+    """Write the tiny model as a checkpoint folder that `pretrained=<folder>` loads like a Hub model.
+
+    Omni families are saved without image/video processors (their full processors need
+    torchvision), so loading them exercises the audio-only fallback of the adapters.
+    """
+    from pathlib import Path
+
+    folder = Path(folder)
+    tiny = build_tiny(family, seed=seed)
+    tiny.model.save_pretrained(folder)
+    if family == "qwen2-audio":
+        tiny.processor.save_pretrained(folder)
+    else:
+        tiny.processor.tokenizer.save_pretrained(folder)
+        tiny.processor.feature_extractor.save_pretrained(folder)
+        (folder / "chat_template.jinja").write_text(tiny.processor.chat_template, encoding="utf-8")
+    return folder
