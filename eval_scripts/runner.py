@@ -40,7 +40,8 @@ logger = logging.getLogger(__name__)
 SAMPLES_FILE = "samples.jsonl"
 RESULTS_FILE = "results.json"
 # Settings that may change between a run and its resumption without changing any answer.
-RESUMABLE_CHANGES = ("batch_size", "limit", "overwrite", "output_dir")
+# (The dataset is identified by its content fingerprint, not by the path or Hub id it came from.)
+RESUMABLE_CHANGES = ("batch_size", "limit", "overwrite", "output_dir", "dataset")
 VERSION_PACKAGES = ("speecheq", "torch", "transformers", "accelerate", "datasets", "numpy", "evaluate", "torchcodec")
 
 

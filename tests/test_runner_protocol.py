@@ -336,3 +336,32 @@ def test_a_failing_query_fails_only_its_dialogue_whatever_the_batch(real_rows, t
         assert "simulated" in results["failed_dialogues"][0]["error"] and "/r2/" in results["failed_dialogues"][0]["error"]
         outcomes.append((results["metrics"], (run_dir / "samples.jsonl").read_text().count('"status": "ok"')))
     assert outcomes[0] == outcomes[1] and outcomes[0][1] == N_DIALOGUES - 1
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import settings as hyp_settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@hyp_settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    order=st.sampled_from(["random", "high_first", "low_first"]),
+    run=st.integers(0, 4),
+    index=st.integers(0, N_DIALOGUES - 1),
+    turn4=st.sampled_from(["high", "low"]),
+    history=st.sampled_from(["audio", "text"]),
+)
+def test_every_query_presents_both_candidates_of_its_test_turn_once(dialogues, seed, order, run, index, turn4, history):
+    s = settings(history=history)
+    s = protocol.ProtocolSettings(template=s.template, system=s.system, seed=seed, history=history)
+    d = dialogues[index]
+    for round_ in (1, 2):
+        q = protocol.build_query(s, d, round_, protocol.Trajectory("generate", order, run), turn4)
+        turn = 4 if round_ == 1 else 6
+        cols = audio_columns(q)
+        assert cols[-2:] == [o.column for o in q.options]
+        assert sorted(cols[-2:]) == [f"turn{turn}_audio_high", f"turn{turn}_audio_low"]
+        assert len(cols) == (2 if history == "text" else 2 + (3 if round_ == 1 else 5))
+        assert q.meta["levels"] == [c.rsplit("_", 1)[1] for c in cols[-2:]]
+        assert q.seed == protocol.query_seed(seed, d.id, round_, protocol.Trajectory("generate", order, run))
