@@ -48,8 +48,8 @@ def timed_run(model, rows, out_dir: Path, **kw) -> float:
     return time.perf_counter() - began
 
 
-def process_run(num_processes: int, n: int, max_new_tokens: int, batch: int, out_dir: Path) -> float:
-    """Wall time of `accelerate launch` with N CPU processes, minus each process's own setup (logged)."""
+def process_run(num_processes: int, n: int, max_new_tokens: int, batch: int, out_dir: Path) -> tuple[float, float]:
+    """(whole command, evaluation phase) seconds of `accelerate launch` with N CPU processes."""
     accelerate = Path(sys.executable).with_name("accelerate")
     cmd = [str(accelerate), "launch"]
     cmd += ["--multi_gpu"] if num_processes > 1 else []
@@ -64,7 +64,8 @@ def process_run(num_processes: int, n: int, max_new_tokens: int, batch: int, out
     elapsed = time.perf_counter() - began
     if proc.returncode != 0:
         raise SystemExit(f"accelerate launch with {num_processes} processes failed:\n{proc.stderr[-3000:]}")
-    return elapsed
+    session = json.loads((out_dir / "results.json").read_text())["deployment"]["session"]
+    return elapsed, session["wall_s"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,11 +110,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    logprob choices identical at batch 1 and 8: {same_lp}")
 
         if not args.skip_processes:
-            p1 = process_run(1, n, args.max_new_tokens, 8, tmp / "p1")
-            p2 = process_run(2, n, args.max_new_tokens, 8, tmp / "p2")
+            (c1, e1), (c2, e2) = (process_run(k, n, args.max_new_tokens, 8, tmp / f"p{k}") for k in (1, 2))
             same_p = answers(tmp / "p1") == answers(tmp / "p2")
-            print(f"\n[3] accelerate launch, batch 8, wall time incl. start-up (import, data, model build in each process):")
-            print(f"    1 process: {p1:.1f} s; 2 processes: {p2:.1f} s; speed-up {p1 / p2:.2f}x on {os.cpu_count()} cores; identical answers: {same_p}")
+            print(f"\n[3] accelerate launch, batch 8, {os.cpu_count()} cores (threads split between processes):")
+            print(f"    evaluation phase: 1 process {n / e1:.3f} dialogues/s ({e1:.1f} s), 2 processes {n / e2:.3f} dialogues/s ({e2:.1f} s): {e1 / e2:.2f}x")
+            print(f"    whole command incl. start-up: {c1:.1f} s vs {c2:.1f} s: {c1 / c2:.2f}x; identical answers: {same_p}")
     return 0
 
 

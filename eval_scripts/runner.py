@@ -421,6 +421,7 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
     trajectories = protocol.plan_trajectories(config.modes, config.orders, config.num_runs)
     chunk_size = max(1, config.batch_size) * 2
     new_records: list[dict] = []
+    session_began = time.perf_counter()
     with accelerator.split_between_processes(pending) as mine:
         mine = list(mine)
         bar = tqdm(
@@ -451,6 +452,7 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
         bar.close()
     gathered = gather_object(new_records) if accelerator.num_processes > 1 else new_records
     accelerator.wait_for_everyone()
+    session_wall = time.perf_counter() - session_began
     if not is_main:
         return None
     final = dict(previous)
@@ -459,6 +461,12 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
             final[record["id"]] = record
     ordered = [final[i] for i in ids if i in final]
     results = build_results(config, model, ordered, fingerprint, the_prompt_hash, template, accelerator.num_processes)
+    # This invocation's throughput over all processes (start-up excluded; resumed work not counted).
+    results["deployment"]["session"] = {
+        "dialogues": len(gathered),
+        "wall_s": session_wall,
+        "dialogues_per_s": len(gathered) / session_wall if gathered and session_wall > 0 else None,
+    }
     store.write_jsonl_atomic(run_dir / SAMPLES_FILE, ordered)
     store.write_json_atomic(run_dir / RESULTS_FILE, results)
     return results
