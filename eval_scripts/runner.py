@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import shutil
 import subprocess
 import time
@@ -280,10 +279,6 @@ def _levels_of(votes: list[int]) -> list[str | None]:
 # ---------------------------------------------------------------- the run
 
 
-def model_kwargs(config: RunConfig) -> dict:
-    return dict(config.model_args)
-
-
 def check_model(model: ChoiceModel, config: RunConfig) -> None:
     """Fail early on a model/option combination that cannot work."""
     for mode in config.modes:
@@ -391,7 +386,7 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
     system = persona_text(config.persona) if config.persona else template["system"]
     the_prompt_hash = prompt_hash(template, system)
     if model is None:
-        model = build_model(config.model, **model_kwargs(config))
+        model = build_model(config.model, **config.model_args)
     check_model(model, config)
     if dataset is None:
         dataset = load_dataset_rows(config)
@@ -522,7 +517,3 @@ def model_label(config: RunConfig, description: dict) -> str:
     if config.choice_mode != "generate":
         extras.append(config.choice_mode)
     return label + (f" [{', '.join(extras)}]" if extras else "")
-
-
-def samples_path(run_dir: str | os.PathLike) -> Path:
-    return Path(run_dir) / SAMPLES_FILE
