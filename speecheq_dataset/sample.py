@@ -4,7 +4,7 @@ Scripts live in speecheq_dataset/scripts/*.json in the raw metadata format
 (SPEC §2.1, v2). `render_sample` writes them as raw generator output; the
 result goes through the same builder as the published data. The built
 dataset is cached under `$SPEECHEQ_CACHE`, else `<HF_HOME>/speecheq`, keyed by
-a hash of the scripts, the renderer version and the espeak-ng version, and
+a hash of the scripts, the renderer (version and source) and the espeak-ng version, and
 written atomically (temporary folder + rename), so a crash never leaves a half cache.
 """
 
@@ -23,6 +23,7 @@ from pathlib import Path
 import datasets
 
 from .raw import CLIP_SLOTS
+from . import tts
 from .raw import METADATA_FILE
 from .tts import ESPEAK
 from .tts import RENDERER_VERSION
@@ -63,8 +64,10 @@ def _espeak_version() -> str:
 
 
 def sample_key() -> str:
-    """Cache key of the sample: scripts' bytes + renderer version + espeak-ng version."""
+    """Cache key of the sample: scripts' bytes + renderer version and source + espeak-ng version."""
     digest = hashlib.sha256(f"{RENDERER_VERSION}\0{_espeak_version()}\0".encode())
+    # The renderer's own source too: an edited rule must not be served from a stale cache.
+    digest.update(Path(tts.__file__).read_bytes())
     for path in script_files():
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
