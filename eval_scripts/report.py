@@ -291,7 +291,7 @@ def plot_seq(runs: list[RunSummary], reference, path: Path) -> bool:
     if not scored:
         return False
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8.5, 1.2 + 0.42 * len(scored)))
+    fig, ax = plt.subplots(figsize=(10.5, max(2.6, 1.2 + 0.42 * len(scored))))
     ys = list(range(len(scored)))[::-1]
     for y, run in zip(ys, scored):
         ax.barh(y, run.seq - 40, left=40, color=KIND_COLOUR[run.kind], hatch="//" if run.kind == "baseline" else None,
@@ -313,7 +313,8 @@ def plot_seq(runs: list[RunSummary], reference, path: Path) -> bool:
     ax.set_xlim(40, 185)
     ax.set_ylim(-0.6, len(scored) - 0.4)
     ax.set_xlabel("SEQ (cohort median = 100, 15 per robust SD; clipped to 40–160)")
-    ax.legend(handles=handles, loc="lower right", fontsize=8, frameon=False)
+    # Outside the axes: inside, it covers the value labels of the lowest bars.
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.set_title("SpeechEQ: SEQ per run", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
