@@ -12,6 +12,7 @@ and "2": one forward pass per query, nothing to parse.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import time
@@ -24,8 +25,127 @@ from eval_scripts.models.base import register
 logger = logging.getLogger(__name__)
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
+RAGGED_SDPA = "sdpa_ragged"  # our attention implementation name (see `use_ragged_prefill`)
 DEFAULT_MAX_NEW_TOKENS = 512  # room for the four explanation fields before "selected"
 TINY_MAX_NEW_TOKENS = 32
+
+
+class LeftPadding:
+    """The prefill "mask" of `sdpa_ragged`: each row's number of real tokens, right-aligned (left padding)."""
+
+    def __init__(self, lengths: list[int]) -> None:
+        self.lengths = lengths
+
+
+def _ragged_prefill_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, attention_mask=None, **kwargs):
+    """A left-padded causal prefill with an empty cache becomes `LeftPadding`; anything else gets the usual sdpa mask."""
+    from transformers.masking_utils import causal_mask_function
+    from transformers.masking_utils import sdpa_mask
+
+    plain = kwargs.get("mask_function", causal_mask_function) is causal_mask_function
+    if plain and q_length > 1 and q_length == kv_length and not q_offset and not kv_offset and attention_mask is not None and attention_mask.dim() == 2:
+        import torch
+
+        lengths = attention_mask.sum(-1)
+        right_aligned = torch.arange(kv_length, device=attention_mask.device)[None, :] >= (kv_length - lengths)[:, None]
+        if int(lengths.min()) < kv_length and torch.equal(attention_mask.bool(), right_aligned):
+            return LeftPadding(lengths.tolist())
+    return sdpa_mask(batch_size=batch_size, q_length=q_length, kv_length=kv_length, q_offset=q_offset, kv_offset=kv_offset,
+                     attention_mask=attention_mask, **kwargs)
+
+
+def _ragged_sdpa(module, query, key, value, attention_mask, **kwargs):
+    """SDPA that runs a left-padded prefill row by row on its real tokens only (causal kernel, no 4-D mask).
+
+    Padded positions get zeros: no real token attends to them, so they never reach a real position.
+    """
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if not isinstance(attention_mask, LeftPadding):
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    batch, heads, length, _ = query.shape
+    out = query.new_zeros(batch, length, heads, value.shape[-1])
+    for row, n in enumerate(attention_mask.lengths):
+        start = length - n
+        q, k, v = (t[row : row + 1, :, start:] for t in (query, key, value))
+        out[row, start:] = sdpa_attention_forward(module, q, k, v, None, **kwargs)[0][0]
+    return out, None
+
+
+def use_ragged_prefill(model) -> bool:
+    """Switch the decoder's attention from "sdpa" to "sdpa_ragged"; other choices (flash, eager) are left alone.
+
+    With left padding, stock sdpa materialises a (batch, 1, L, L) mask and runs the masked
+    kernel over every padded position: a padded batch prefill was ~2x slower than its rows
+    one at a time (tiny model, CPU). Row by row each prompt takes the unmasked causal kernel,
+    exactly as at batch size 1; decoding (one query token) keeps the usual small mask.
+    """
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface
+
+    AttentionInterface.register(RAGGED_SDPA, _ragged_sdpa)
+    AttentionMaskInterface.register(RAGGED_SDPA, _ragged_prefill_mask)
+    config = getattr(model.config, "text_config", None) or model.config
+    if config._attn_implementation != "sdpa":
+        return False
+    config._attn_implementation = RAGGED_SDPA
+    return True
+
+
+class PerClipFeatures:
+    """The feature extractor run clip by clip, each padded only to its own length (then the log-mels to the longest).
+
+    The Whisper extractor pads every clip to one length and computes the STFT over the
+    padding too: a batch's 40 clips padded to its longest cost ~2.4x their separate
+    extraction (the big complex spectrogram no longer fits in cache). Each clip here gets
+    at least `gap` zero samples and whole seconds, so its valid frames are those the
+    processor's 30-s padding gives and do not depend on batch-mates; the log-mel frames
+    past a clip's end are padding that the Omni encoders never read (they keep the frames
+    that `feature_attention_mask` marks). Recent clips are cached, so round 2 does not
+    recompute the history clips of round 1.
+    """
+
+    def __init__(self, extractor, unit: int = 16000, gap: int = 400, cache_size: int = 128) -> None:
+        self.extractor = extractor
+        self.unit, self.gap, self.cache_size = unit, gap, cache_size
+        self._cache: dict[tuple, tuple] = {}
+
+    def __getattr__(self, name):
+        return getattr(self.extractor, name)
+
+    def clip_features(self, clip, **kwargs) -> tuple:
+        """(log-mel frames x mels array, valid-frame mask) of one clip, cached by content."""
+        import hashlib
+
+        import numpy as np
+
+        clip = np.asarray(clip, dtype=np.float32)
+        key = (clip.shape, hashlib.blake2b(clip.tobytes(), digest_size=16).digest())
+        if key not in self._cache:
+            target = ((len(clip) + self.gap) // self.unit + 1) * self.unit
+            kwargs.update(padding="max_length", max_length=target, truncation=False, return_attention_mask=True, return_tensors="np")
+            out = self.extractor([clip], **kwargs)
+            if len(self._cache) >= self.cache_size:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = (out["input_features"][0], out["attention_mask"][0])
+        return self._cache[key]
+
+    def __call__(self, audio, **kwargs):
+        import numpy as np
+        from transformers import BatchFeature
+
+        return_tensors = kwargs.pop("return_tensors", None)
+        for name in ("padding", "max_length", "truncation", "return_attention_mask", "pad_to_multiple_of"):
+            kwargs.pop(name, None)
+        clips = [audio] if isinstance(audio, np.ndarray) and audio.ndim == 1 else list(audio)
+        parts = [self.clip_features(c, **kwargs) for c in clips]
+        frames = max(f.shape[-1] for f, _ in parts)
+        features = np.zeros((len(parts), parts[0][0].shape[0], frames), dtype=np.float32)
+        mask = np.zeros((len(parts), frames), dtype=np.int32)
+        for i, (f, m) in enumerate(parts):
+            features[i, :, : f.shape[-1]] = f
+            mask[i, : m.shape[-1]] = m
+        return BatchFeature({"input_features": features, "attention_mask": mask}, tensor_type=return_tensors)
 
 
 class HFAudioLM(ChoiceModel):
@@ -37,12 +157,12 @@ class HFAudioLM(ChoiceModel):
     default_hub_id: str = ""
     modes = frozenset({"generate", "logprob"})
     sampling_rate = 16000  # the Whisper-style feature extractors of all three families
-    # Pad every clip's features to just past the batch's longest clip (whole seconds).
+    # Log-mels clip by clip, each padded just past its own end (`PerClipFeatures`).
     # Qwen3-Omni: its processor pads to the longest, and the one unpadded clip gets one
     # frame (so one audio token) fewer than when padded, so a prompt would depend on its
     # batch-mates (found with the tiny model). Qwen2.5-Omni: its processor pads every clip
     # to 30 s; the encoder reads only the valid frames, so padding less gives identical
-    # token ids and logits (checked) at a fraction of the feature-extraction cost.
+    # token ids and logits at a fraction of the feature-extraction cost.
     # Qwen2-Audio keeps 30 s: its encoder requires exactly 3000 frames.
     pad_past_longest: bool = False
     _PAD_UNIT = 16000  # samples (1 s)
@@ -90,6 +210,14 @@ class HFAudioLM(ChoiceModel):
 
             self.model.to(PartialState().device)
         self.model.eval()
+        if use_ragged_prefill(self.model):
+            self._describe["attn_implementation"] = RAGGED_SDPA
+        # Our inputs come from a shallow copy of the processor whose feature extractor works
+        # clip by clip (the processor itself stays stock, for callers who want its defaults).
+        self._input_processor = self.processor
+        if self.pad_past_longest:
+            self._input_processor = copy.copy(self.processor)
+            self._input_processor.feature_extractor = PerClipFeatures(self.processor.feature_extractor, unit=self._PAD_UNIT)
         self.tokenizer = self.processor.tokenizer
         self.tokenizer.padding_side = "left"
         self._answer_ids: dict[str, tuple[int, int]] = {}
@@ -183,10 +311,7 @@ class HFAudioLM(ChoiceModel):
         if audio:
             kwargs["audio"] = audio
             kwargs["sampling_rate"] = self.sampling_rate
-            if self.pad_past_longest:
-                target = (max(len(a) for a in audio) // self._PAD_UNIT + 1) * self._PAD_UNIT
-                kwargs["audio_kwargs"] = {"padding": "max_length", "max_length": target, "truncation": False}
-        inputs = self.processor(**kwargs)
+        inputs = self._input_processor(**kwargs)
         device = self.model.device
         dtype = self.model.dtype
         return {k: (v.to(device=device, dtype=dtype) if v.is_floating_point() else v.to(device)) for k, v in inputs.items()}
