@@ -12,6 +12,7 @@ and "2": one forward pass per query, nothing to parse.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
@@ -146,6 +147,26 @@ class PerClipFeatures:
             features[i, :, : f.shape[-1]] = f
             mask[i, : m.shape[-1]] = m
         return BatchFeature({"input_features": features, "attention_mask": mask}, tensor_type=return_tensors)
+
+
+@contextlib.contextmanager
+def last_position_head(model):
+    """While generating, the LM head sees only each row's last position (left padding puts it there).
+
+    These model classes have no `logits_to_keep`, so generate's prefill would project every
+    prompt position onto the vocabulary (batch x ~1900 x vocab floats) to read one column:
+    at batch 8 that cost more than the whole text prefill's attention. Generation reads
+    only `logits[:, -1]`, so the answers are the same.
+    """
+    head = getattr(model, "lm_head", None)
+    if head is None:
+        yield
+        return
+    hook = head.register_forward_pre_hook(lambda module, args: (args[0][:, -1:, :], *args[1:]))
+    try:
+        yield
+    finally:
+        hook.remove()
 
 
 class HFAudioLM(ChoiceModel):
@@ -329,7 +350,7 @@ class HFAudioLM(ChoiceModel):
         if self.do_sample:
             gen_kwargs["temperature"] = self.temperature
             torch.manual_seed(queries[0].seed % (2**63))
-        with torch.inference_mode():
+        with torch.inference_mode(), last_position_head(self.model):
             sequences = self.model.generate(**inputs, **gen_kwargs)
         if not isinstance(sequences, torch.Tensor):  # some models return (text_ids, audio)
             sequences = sequences[0] if isinstance(sequences, tuple) else sequences.sequences
