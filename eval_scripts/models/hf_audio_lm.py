@@ -153,6 +153,68 @@ class PerClipFeatures:
         return BatchFeature({"input_features": features, "attention_mask": mask}, tensor_type=return_tensors)
 
 
+class AudioEncoderCache:
+    """Audio-encoder outputs per clip, so round 2 does not re-encode the history clips round 1 encoded.
+
+    The Omni encoders encode each clip on its own (attention within the clip's windows), so
+    a clip's output does not depend on its batch-mates. Installed over the inner model's
+    `get_audio_features`; active only inside `batch(...)`, which names the call's clips
+    (cache keys: clip identity, with the array held so its id cannot be reused) and their
+    audio-token counts (runs of the audio placeholder in `input_ids`, in clip order).
+    Any mismatch falls back to the plain encoder call.
+    """
+
+    def __init__(self, inner, audio_token_id: int, size: int = 160) -> None:
+        self.encode_audio = inner.get_audio_features
+        self.audio_token_id = audio_token_id
+        self.size = size
+        self._clips: list | None = None
+        self._lengths: list[int] = []
+        self._cache: dict[int, tuple] = {}
+        inner.get_audio_features = self  # the instance attribute shadows the class method
+
+    @contextlib.contextmanager
+    def batch(self, clips: list, input_ids):
+        """Within this block, the encoder call is for these clips (in order) of these prompts."""
+        import numpy as np
+
+        is_audio = (input_ids == self.audio_token_id).flatten().cpu().numpy().astype(np.int8)
+        edges = np.diff(np.concatenate([[0], is_audio, [0]]))
+        self._lengths = (np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)).tolist()
+        self._clips = clips
+        try:
+            yield
+        finally:
+            self._clips, self._lengths = None, []
+
+    def __call__(self, input_features, feature_attention_mask=None, audio_feature_lengths=None, **kwargs):
+        import torch
+        from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+        clips = self._clips
+        if clips is None or feature_attention_mask is None or len(clips) != input_features.shape[0] or len(self._lengths) != len(clips):
+            return self.encode_audio(input_features, feature_attention_mask, audio_feature_lengths, **kwargs)
+        hits = {}
+        for i, clip in enumerate(clips):
+            entry = self._cache.get(id(clip))
+            if entry is not None and entry[0] is clip and entry[1].shape[0] == self._lengths[i]:
+                hits[i] = entry[1]
+        missing = [i for i in range(len(clips)) if i not in hits]
+        if missing:
+            rows = torch.tensor(missing, device=input_features.device)
+            encoded = self.encode_audio(input_features[rows], feature_attention_mask[rows], None, **kwargs).last_hidden_state
+            lengths = [self._lengths[i] for i in missing]
+            if sum(lengths) != encoded.shape[0]:
+                return self.encode_audio(input_features, feature_attention_mask, audio_feature_lengths, **kwargs)
+            for i, part in zip(missing, encoded.split(lengths)):
+                hits[i] = part
+                if len(self._cache) >= self.size:
+                    self._cache.pop(next(iter(self._cache)))
+                self._cache[id(clips[i])] = (clips[i], part)
+        hidden = torch.cat([hits[i] for i in range(len(clips))])
+        return BaseModelOutputWithPooling(last_hidden_state=hidden, pooler_output=hidden)
+
+
 @contextlib.contextmanager
 def last_position_head(model):
     """While generating, the LM head sees only each row's last position (left padding puts it there).
@@ -243,6 +305,11 @@ class HFAudioLM(ChoiceModel):
         if self.pad_past_longest:
             self._input_processor = copy.copy(self.processor)
             self._input_processor.feature_extractor = PerClipFeatures(self.processor.feature_extractor, unit=self._PAD_UNIT)
+        self._audio_cache = None
+        inner = getattr(self.model, "model", None)
+        if self.pad_past_longest and hasattr(inner, "get_audio_features"):
+            audio_token_id = self.processor.tokenizer.convert_tokens_to_ids(self.processor.audio_token)
+            self._audio_cache = AudioEncoderCache(inner, audio_token_id)
         self.tokenizer = self.processor.tokenizer
         self.tokenizer.padding_side = "left"
         self._answer_ids: dict[str, tuple[int, int]] = {}
@@ -339,7 +406,14 @@ class HFAudioLM(ChoiceModel):
         inputs = self._input_processor(**kwargs)
         device = self.model.device
         dtype = self.model.dtype
+        self._batch_audio = audio
         return {k: (v.to(device=device, dtype=dtype) if v.is_floating_point() else v.to(device)) for k, v in inputs.items()}
+
+    def audio_cache(self, inputs: dict):
+        """Context of one model call on `inputs` (the latest `encode`): its clips' encoder outputs are cached."""
+        if self._audio_cache is None or not getattr(self, "_batch_audio", None):
+            return contextlib.nullcontext()
+        return self._audio_cache.batch(self._batch_audio, inputs["input_ids"])
 
     # -------------------------------------------------------------- answering
 
@@ -354,7 +428,7 @@ class HFAudioLM(ChoiceModel):
         if self.do_sample:
             gen_kwargs["temperature"] = self.temperature
             torch.manual_seed(queries[0].seed % (2**63))
-        with torch.inference_mode(), last_position_head(self.model):
+        with torch.inference_mode(), last_position_head(self.model), self.audio_cache(inputs):
             sequences = self.model.generate(**inputs, **gen_kwargs)
         if not isinstance(sequences, torch.Tensor):  # some models return (text_ids, audio)
             sequences = sequences[0] if isinstance(sequences, tuple) else sequences.sequences
@@ -380,7 +454,7 @@ class HFAudioLM(ChoiceModel):
 
         began = time.perf_counter()
         inputs = self.encode(queries, answer_prefix=True)
-        with torch.inference_mode():
+        with torch.inference_mode(), self.audio_cache(inputs):
             logits = self.last_logits(inputs).float()
         logprobs = torch.log_softmax(logits, dim=-1).cpu()
         elapsed = time.perf_counter() - began
