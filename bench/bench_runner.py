@@ -38,6 +38,58 @@ def answers(run_dir: Path) -> list[tuple]:
     return out
 
 
+class PhaseTimer:
+    """Seconds per phase of a run, from light wrappers/hooks (a few calls per model call; same in every run)."""
+
+    PHASES = ("clips", "inputs", "audio_encoder", "text_prefill", "decode", "other")
+
+    def __init__(self, model) -> None:
+        from eval_scripts import runner
+
+        self.totals = dict.fromkeys(self.PHASES + ("answer",), 0.0)
+        self._wrap(runner, "dialogue_from_row", "clips")  # MP3 decoding + resampling of a dialogue's clips
+        self._wrap(model, "encode", "inputs")  # chat template, tokenization, log-mel features
+        self._wrap(model, "generate", "answer")
+        self._wrap(model, "score", "answer")
+        inner = model.model.model  # the thinker's audio encoder + text decoder
+        self._hook(inner.audio_tower, lambda args, kwargs: "audio_encoder")
+        # The decoder: many positions at once is the prompt (prefill), one position a decode step.
+        self._hook(inner.language_model, lambda args, kwargs: "text_prefill" if kwargs["inputs_embeds"].shape[1] > 1 else "decode")
+
+    def _wrap(self, owner, name: str, phase: str) -> None:
+        inner = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            began = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.totals[phase] += time.perf_counter() - began
+
+        setattr(owner, name, timed)
+
+    def _hook(self, module, phase_of) -> None:
+        started: list[tuple[str, float]] = []
+        module.register_forward_pre_hook(lambda m, args, kwargs: started.append((phase_of(args, kwargs), time.perf_counter())), with_kwargs=True)
+
+        def done(m, args, output):
+            phase, began = started.pop()
+            self.totals[phase] += time.perf_counter() - began
+
+        module.register_forward_hook(done)
+
+    def start(self) -> None:
+        self.totals = dict.fromkeys(self.totals, 0.0)
+
+    def breakdown(self, wall: float, queries: int) -> str:
+        """ms per query of each phase; decode includes generate's own loop, other is the runner's own work."""
+        t = dict(self.totals)
+        model_rest = t["answer"] - t["inputs"] - t["audio_encoder"] - t["text_prefill"] - t["decode"]
+        t["decode"] += max(model_rest, 0.0)
+        t["other"] = wall - t["answer"] - t["clips"]
+        return ", ".join(f"{name} {1000 * t[name] / queries:.1f}" for name in self.PHASES) + " ms/query"
+
+
 def timed_run(model, rows, out_dir: Path, **kw) -> float:
     """Seconds for a whole run (prompts, model calls, parsing, run directory), model and data preloaded."""
     from eval_scripts import runner
@@ -90,24 +142,37 @@ def main(argv: list[str] | None = None) -> int:
     model = build_model("qwen2.5-omni", pretrained="tiny-random", max_new_tokens=args.max_new_tokens)
     print(f"tiny Qwen2.5-Omni thinker ({model.describe()['parameters']:,} random weights), CPU, torch threads {torch.get_num_threads()}, "
           f"{n} real dialogues = {2 * n} queries, max_new_tokens {args.max_new_tokens}")
+    timer = PhaseTimer(model)
+    phases: dict[str, str] = {}
+
+    def measured(name: str, **kw) -> float:
+        timer.start()
+        wall = timed_run(model, rows, tmp / name, **kw)
+        phases[name] = timer.breakdown(wall, 2 * n)
+        return wall
+
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         timed_run(model, rows.select(range(1)), tmp / "warm", batch_size=1)  # first-call costs out of the way
 
-        t1 = timed_run(model, rows, tmp / "b1", batch_size=1)
-        t8 = timed_run(model, rows, tmp / "b8", batch_size=8)
+        t1 = measured("b1", batch_size=1)
+        t8 = measured("b8", batch_size=8)
         same = answers(tmp / "b1") == answers(tmp / "b8")
         print(f"\n[1] generate, batch 1: {n / t1:.3f} dialogues/s ({t1:.1f} s)")
         print(f"    generate, batch 8: {n / t8:.3f} dialogues/s ({t8:.1f} s)")
         print(f"    speed-up batch 8 / batch 1: {t1 / t8:.2f}x (goal >= 3x); identical answers (raw text, choice, tokens): {same}")
 
-        tl = timed_run(model, rows, tmp / "lp8", batch_size=8, choice_mode="logprob")
+        tl = measured("lp8", batch_size=8, choice_mode="logprob")
         print(f"\n[2] logprob, batch 8: {n / tl:.3f} dialogues/s ({tl:.1f} s)")
         print(f"    speed-up logprob / generate (batch 8): {t8 / tl:.1f}x (goal >= 10x)")
-        tl1 = timed_run(model, rows, tmp / "lp1", batch_size=1, choice_mode="logprob")
+        tl1 = measured("lp1", batch_size=1, choice_mode="logprob")
         print(f"    logprob batch 1: {n / tl1:.3f} dialogues/s; logprob / generate at batch 1: {t1 / tl1:.1f}x")
         same_lp = [a[2] for a in answers(tmp / "lp1")] == [a[2] for a in answers(tmp / "lp8")]
         print(f"    logprob choices identical at batch 1 and 8: {same_lp}")
+
+        print("\n    where the time goes (phases: clip decoding, processor inputs, audio encoder, text prefill, decode steps + generate loop, runner):")
+        for name, label in (("b1", "generate b1"), ("b8", "generate b8"), ("lp1", "logprob b1"), ("lp8", "logprob b8")):
+            print(f"    {label:12s} {phases[name]}")
 
         if not args.skip_processes:
             (c1, e1), (c2, e2) = (process_run(k, n, args.max_new_tokens, 8, tmp / f"p{k}") for k in (1, 2))
