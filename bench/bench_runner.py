@@ -3,7 +3,9 @@
 Prints, from one run of this script:
   1. dialogues/s at batch 1 vs batch 8 (generate mode) and whether every answer is identical (goal >= 3x);
   2. logprob vs generate at the same batch size (goal >= 10x);
-  3. 1 vs 2 CPU processes through `accelerate launch` (same answers; speed-up bounded by the cores).
+  3. 1 vs 2 CPU processes through `accelerate launch` (same answers; speed-up bounded by the cores);
+and, for each single-process run, where the time goes in ms per query (clip decoding,
+processor inputs, audio encoder, text prefill, decode steps + generate's loop, the runner).
 
 The tiny model never emits an end token, so every generate query runs the full
 --max-new-tokens budget; 128 is about the length of a real model's JSON answer
