@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
@@ -21,6 +22,11 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLCONFIGDIR", str(_CACHE / "matplotlib"))
 os.environ.setdefault("NUMBA_CACHE_DIR", str(_CACHE / "numba"))
+
+# Property tests: no per-example deadline (CI machines are shared and slow);
+# failures print the reproduction blob.
+settings.register_profile("speecheq", deadline=None, print_blob=True)
+settings.load_profile("speecheq")
 
 
 @pytest.fixture(scope="session")
