@@ -20,7 +20,7 @@ from .columns import CLIP_COLUMNS
 from .columns import TEXT_COLUMNS
 from .columns import TONE_COLUMNS
 from .schema import SCENARIO_FIELDS
-from .taxonomy import VALENCES
+from .taxonomy import check_valence
 from .taxonomy import subscale as subscale_by_slug
 from .taxonomy import subscale_from_eq_scale
 
@@ -297,8 +297,11 @@ def read_dialogue(folder: Path | str, *, decode: bool = True) -> RawDialogue:
     durations = tuple(_clip_duration(folder, p) if decode else float("nan") for p in clips)
 
     valence = scenario.get("scenario_valence")
-    if valence is not None and valence not in VALENCES:
-        raise MetadataError(folder, f"unknown scenario_valence {valence!r}; expected one of {VALENCES}")
+    if valence is not None:
+        try:
+            check_valence(valence)
+        except ValueError as exc:
+            raise MetadataError(folder, str(exc)) from None
     version = generation.get("generation_version") or ("v2" if "scenario_valence" in scenario else "v1")
     fields = {
         "id": str(generation["dataset_id"]),
