@@ -393,9 +393,8 @@ def _turn_arrays(
     }
 
 
-def _turn_scores(users: _Batch, models: _Batch, **kwargs) -> list[TurnScores]:
-    """Scores of aligned lists of validated (3, T) user and model turns, one object per turn."""
-    a = _turn_arrays(users, models, **kwargs)
+def _turn_objects(a: dict[str, np.ndarray]) -> list[TurnScores]:
+    """One TurnScores per turn from the arrays of `_turn_arrays` (the single scoring path)."""
     names = [tuple(DIMENSIONS[d] for d in range(3) if row[d]) for row in a["extreme"].tolist()]
     out = []
     for i, (on, e_ecs, e_ebs, e_ess, e_ers, ecs_c, ebs_c, ess_c) in enumerate(
@@ -457,11 +456,8 @@ def ers_turns(
     >>> round(s.ecs, 6), s.ebs_active, s.extreme_dims, round(s.ebs, 6), round(s.ess, 6), round(s.ers, 6)
     (0.875, True, ('arousal',), 0.808333, 0.5, 0.773333)
     """
-    _check_variant(variant)
-    users, models = _paired(user_turns, model_turns)
-    if not users:
-        raise ValueError("no turns to score")
-    return _turn_scores(users, models, variant=variant, dtw=dtw, params=params, norm_bounds=norm_bounds)
+    # Same keyword arguments as ers_table, spelled out so they show in help() and the metric card.
+    return _turn_objects(ers_table(user_turns, model_turns, variant=variant, dtw=dtw, params=params, norm_bounds=norm_bounds))
 
 
 def ers_table(
@@ -550,7 +546,7 @@ def ers_dialogues(
 
     all_users = _collect(user_inputs, name_of("user"))
     all_models = _collect(model_inputs, name_of("model"))
-    turn_scores = _turn_scores(all_users, all_models, variant=variant, dtw=dtw, params=params, norm_bounds=norm_bounds)
+    turn_scores = _turn_objects(_turn_arrays(all_users, all_models, variant=variant, dtw=dtw, params=params, norm_bounds=norm_bounds))
     # Cross-turn stability: DTW of each dimension between consecutive model turns.
     jobs_a, jobs_b, owners = [], [], []
     for k, (start, end) in enumerate(spans):
