@@ -326,9 +326,9 @@ def _turn_costs(users: _Batch, models: _Batch, params: ERSParams, dtw: str | Cal
         u, m = users[i], models[i]
         jobs_a += [m[_V], m[_A]]
         jobs_b += [u[_V], u[_A]]
-        means = u.mean(axis=1)
-        out["extreme"][i] = (means[_V] < limits[_V], means[_A] > limits[_A], means[_D] < limits[_D])
-        for d in np.flatnonzero(out["extreme"][i]):
+        dims = params.extreme_dims(u.mean(axis=1))
+        out["extreme"][i, list(dims)] = True
+        for d in dims:
             jobs_a.append(u[d] + deltas[d])
             jobs_b.append(m[d])
         steps = np.abs(np.diff(m, axis=1)).ravel()
