@@ -271,8 +271,7 @@ def _clip_files(folder: Path) -> list[Path]:
 
 
 def _clip_duration(folder: Path, path: Path) -> float:
-    if path.stat().st_size == 0:
-        raise EmptyClipError(folder, f"audio/{path.name} has 0 bytes")
+    # decode_audio itself tells an empty clip (0 bytes or no samples) from an undecodable one.
     try:
         samples, sampling_rate = decode_audio(path, name=f"audio/{path.name}")
     except EmptyAudioError as exc:
