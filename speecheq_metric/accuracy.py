@@ -96,6 +96,16 @@ def _group_metrics(correct: np.ndarray, invalid: np.ndarray, n_bootstrap: int, s
     return out
 
 
+def _breakdown(labels: Sequence[str], correct: np.ndarray, invalid: np.ndarray, n_bootstrap: int, seed: int) -> dict[str, dict]:
+    """`_group_metrics` of each group of dialogues sharing a label, keyed by label in sorted order."""
+    label_arr = np.asarray(labels, dtype=object)
+    out = {}
+    for label in sorted(set(labels)):
+        mask = label_arr == label
+        out[label] = _group_metrics(correct[mask], invalid[mask], n_bootstrap, seed)
+    return out
+
+
 def forced_choice_metrics(
     predictions: Sequence,
     references: Sequence,
@@ -124,16 +134,8 @@ def forced_choice_metrics(
     if isinstance(subscales, str) or len(subscales) != len(correct):
         raise ValueError(f"subscales must be a list of {len(correct)} slugs (one per dialogue), got {subscales!r:.200}")
     composites = [composite_of_subscale(s) for s in subscales]
-    subscale_arr = np.asarray(subscales, dtype=object)
-    composite_arr = np.asarray(composites, dtype=object)
-    result["per_subscale"] = {
-        slug: _group_metrics(correct[subscale_arr == slug], invalid[subscale_arr == slug], int(n_bootstrap), seed)
-        for slug in sorted(set(subscales))
-    }
-    result["per_composite"] = {
-        slug: _group_metrics(correct[composite_arr == slug], invalid[composite_arr == slug], int(n_bootstrap), seed)
-        for slug in sorted(set(composites))
-    }
+    result["per_subscale"] = _breakdown(subscales, correct, invalid, int(n_bootstrap), seed)
+    result["per_composite"] = _breakdown(composites, correct, invalid, int(n_bootstrap), seed)
     return result
 
 
