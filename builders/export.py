@@ -10,7 +10,6 @@ renamed into place, so a crash never leaves a half export.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import shutil
 import statistics
@@ -35,6 +34,7 @@ from speecheq_dataset.raw import Rejection
 from speecheq_dataset.schema import COLUMN_DOCS
 from speecheq_dataset.schema import FEATURES
 from speecheq_dataset.taxonomy import COMPOSITES
+from speecheq_dataset.taxonomy import SUBSCALE_SLUGS
 from speecheq_dataset.taxonomy import SUBSCALES
 from speecheq_dataset.taxonomy import VALENCES
 
@@ -93,8 +93,7 @@ def compute_statistics(subscales: list[str], valences: list[str | None], duratio
     for sub, val, dur in zip(subscales, valences, durations):
         seconds_by_subscale[sub] += dur
         seconds_by_valence[val or NO_VALENCE] += dur
-    known = [s.slug for s in SUBSCALES]
-    ordered_subs = [s for s in known if s in count_subscale] + sorted(set(count_subscale) - set(known))
+    ordered_subs = [s for s in SUBSCALE_SLUGS if s in count_subscale] + sorted(set(count_subscale) - set(SUBSCALE_SLUGS))
     ordered_vals = [v for v in (*VALENCES, NO_VALENCE) if v in count_valence]
     return Statistics(
         dialogues=len(durations),
@@ -366,7 +365,7 @@ def summarize(result: ExportResult) -> str:
         f"  {stats.dialogues} dialogues, {stats.hours * 3600:.1f} s of audio "
         f"(mean {stats.mean_duration_s:.2f} s, sd {stats.sd_duration_s:.2f} s per dialogue), "
         f"{len(result.files)} files, {result.size_bytes / 1e6:.1f} MB",
-        f"  subscales: {len(stats.by_subscale)}/15; valences: "
+        f"  subscales: {len(stats.by_subscale)}/{len(SUBSCALES)}; valences: "
         + ", ".join(f"{v} {g.dialogues}" for v, g in stats.by_valence.items()),
         f"  audio columns: {', '.join(CLIP_COLUMNS)}",
     ]
