@@ -28,12 +28,10 @@ def plan_upload(folder: str | os.PathLike) -> list[PlannedFile]:
         raise FileNotFoundError(f"export folder not found: {folder}")
     if not (folder / "README.md").is_file():
         raise FileNotFoundError(f"{folder}: no README.md card (export it with `speecheq dataset build`)")
-    shards = sorted((folder / "data").glob("*.parquet"))
-    if not shards:
+    if not any((folder / "data").glob("*.parquet")):
         raise FileNotFoundError(f"{folder}: no data/*.parquet shards (export it with `speecheq dataset build`)")
-    files = [folder / "README.md", *shards]
-    if (folder / ".gitattributes").is_file():
-        files.append(folder / ".gitattributes")
+    # The same patterns upload_folder is given, so the plan lists exactly what a push sends.
+    files = [path for pattern in UPLOAD_PATTERNS for path in sorted(folder.glob(pattern)) if path.is_file()]
     return [PlannedFile(f.relative_to(folder).as_posix(), f.stat().st_size) for f in files]
 
 
