@@ -31,13 +31,9 @@ REAL_RAW_DIR = ROOT.parent / "shared" / "data" / "speecheq-arena-v1"
 
 
 def answers(run_dir: Path) -> list[tuple]:
-    out = []
-    for line in (run_dir / "samples.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        for traj in record["trajectories"]:
-            for r in traj["rounds"]:
-                out.append((r["uid"], r["raw"], r["choice"], r["output_tokens"]))
-    return out
+    from eval_scripts import store
+
+    return [(r["uid"], r["raw"], r["choice"], r["output_tokens"]) for _, r in store.iter_rounds(store.read_samples(run_dir))]
 
 
 class PhaseTimer:

@@ -36,7 +36,7 @@ from speecheq_dataset.columns import TONE_COLUMNS
 
 logger = logging.getLogger(__name__)
 
-SAMPLES_FILE = "samples.jsonl"
+SAMPLES_FILE = store.SAMPLES_FILE
 RESULTS_FILE = "results.json"
 # Settings that may change between a run and its resumption without changing any answer.
 # (The dataset is identified by its content fingerprint, not by the path or Hub id it came from.)

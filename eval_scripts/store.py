@@ -12,12 +12,14 @@ import json
 import logging
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
 SHARDS_DIR = "shards"
 RUN_CONFIG = "run_config.json"
+SAMPLES_FILE = "samples.jsonl"
 
 
 def shard_path(run_dir: Path, rank: int) -> Path:
@@ -54,6 +56,22 @@ def read_shards(run_dir: Path) -> list[dict]:
     for path in sorted(folder.glob("rank*.jsonl")):
         records.extend(read_jsonl(path))
     return records
+
+
+def read_samples(run_dir: Path) -> list[dict]:
+    """The dialogue records of a finished run's samples.jsonl, in dataset order."""
+    path = Path(run_dir) / SAMPLES_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no samples file (the run has not finished)")
+    return read_jsonl(path)
+
+
+def iter_rounds(records: Iterable[dict]) -> Iterator[tuple[dict, dict]]:
+    """(dialogue record, round entry) for every answered query of the records, in file order."""
+    for record in records:
+        for trajectory in record["trajectories"]:
+            for entry in trajectory["rounds"]:
+                yield record, entry
 
 
 def repair_tail(path: Path) -> None:

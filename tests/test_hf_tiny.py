@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 
 from eval_scripts import protocol
 from eval_scripts import runner
+from eval_scripts import store
 from eval_scripts.models.base import build_model
 from eval_scripts.prompts import load_template
 
@@ -110,13 +109,10 @@ def test_tiny_models_are_labelled_and_deterministic(tiny):
 
 
 def _answers(run_dir):
-    out = []
-    for line in (run_dir / "samples.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        for traj in record["trajectories"]:
-            for r in traj["rounds"]:
-                out.append((r["uid"], r["raw"], r["choice"], r["input_tokens"], r["output_tokens"], r["turn4_in_context"]))
-    return out
+    return [
+        (r["uid"], r["raw"], r["choice"], r["input_tokens"], r["output_tokens"], r["turn4_in_context"])
+        for _, r in store.iter_rounds(store.read_samples(run_dir))
+    ]
 
 
 def test_batch_of_4_equals_batch_of_1_under_greedy_decoding(tiny, real_rows, tmp_path):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from eval_scripts import store
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN_PY = ROOT / "eval_scripts" / "run.py"
 ACCELERATE = Path(sys.executable).with_name("accelerate")
@@ -55,13 +57,10 @@ def _env() -> dict:
 
 
 def _answers(out: Path) -> list[tuple]:
-    rows = []
-    for line in (out / "samples.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        for traj in record["trajectories"]:
-            for r in traj["rounds"]:
-                rows.append((record["id"], r["uid"], r["levels"], r["turn4_in_context"], r["raw"], r["choice"], r["input_tokens"], r["output_tokens"]))
-    return rows
+    return [
+        (record["id"], r["uid"], r["levels"], r["turn4_in_context"], r["raw"], r["choice"], r["input_tokens"], r["output_tokens"])
+        for record, r in store.iter_rounds(store.read_samples(out))
+    ]
 
 
 def _stable(results: dict) -> dict:
