@@ -63,10 +63,35 @@ def freeze_cohort(cohort: Mapping[str, float], *, k: float = K_MAD) -> Reference
     >>> freeze_cohort({"a": 0.2, "b": 0.4, "c": 0.5, "d": 0.9})
     ReferenceCohort(median=0.45, mad=0.15, n_models=4, k=1.4826)
     """
-    values = np.array(list(_checked_scores(cohort).values()))
+    return _frozen(_checked_scores(cohort), k)
+
+
+def _frozen(scores: dict[str, float], k: float) -> ReferenceCohort:
+    """freeze_cohort of an already validated cohort."""
+    values = np.array(list(scores.values()))
     median = float(np.median(values))
     mad = float(np.median(np.abs(values - median)))
     return ReferenceCohort(median=median, mad=mad, n_models=len(values), k=k)
+
+
+def _reference_for(scores: dict[str, float], reference: ReferenceCohort | Mapping | None, k: float) -> ReferenceCohort:
+    """The cohort's own median/MAD, or the frozen `reference` (a ReferenceCohort or its dict)."""
+    if reference is None:
+        return _frozen(scores, k)
+    if isinstance(reference, ReferenceCohort):
+        return reference
+    return ReferenceCohort.from_dict(reference)
+
+
+def _scored(scores: dict[str, float], ref: ReferenceCohort) -> dict[str, float]:
+    """SEQ of each validated score against `ref`; a small-cohort warning points at the line calling seq_scores/seq_report."""
+    if ref.n_models < MIN_COHORT:
+        warnings.warn(
+            f"SEQ from a cohort of {ref.n_models} model(s): median and MAD of fewer than {MIN_COHORT} models are not meaningful",
+            UserWarning,
+            stacklevel=3,
+        )
+    return {model: _seq_of(x, ref) for model, x in scores.items()}
 
 
 def _seq_of(x: float, ref: ReferenceCohort) -> float:
@@ -97,19 +122,7 @@ def seq_scores(
     {'a': 40.0, 'b': 89.88, 'c': 100.0, 'd': 110.12, 'e': 160.0}
     """
     scores = _checked_scores(cohort)
-    if reference is None:
-        ref = freeze_cohort(scores, k=k)
-    elif isinstance(reference, ReferenceCohort):
-        ref = reference
-    else:
-        ref = ReferenceCohort.from_dict(reference)
-    if ref.n_models < MIN_COHORT:
-        warnings.warn(
-            f"SEQ from a cohort of {ref.n_models} model(s): median and MAD of fewer than {MIN_COHORT} models are not meaningful",
-            UserWarning,
-            stacklevel=2,
-        )
-    return {model: _seq_of(x, ref) for model, x in scores.items()}
+    return _scored(scores, _reference_for(scores, reference, k))
 
 
 def seq_report(
@@ -124,15 +137,9 @@ def seq_report(
     >>> r["seq"], r["reference"]["median"], r["reference"]["mad"]
     ({'a': 100.0, 'b': 100.0, 'c': 160.0}, 0.5, 0.0)
     """
-    ref = freeze_cohort(cohort, k=k) if reference is None else reference
-    if not isinstance(ref, ReferenceCohort):
-        ref = ReferenceCohort.from_dict(ref)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        seq = seq_scores(cohort, reference=ref)
-    for w in caught:
-        warnings.warn(w.message, w.category, stacklevel=2)
-    return {"seq": seq, "reference": ref.to_dict(), "frozen_reference": reference is not None}
+    scores = _checked_scores(cohort)
+    ref = _reference_for(scores, reference, k)
+    return {"seq": _scored(scores, ref), "reference": ref.to_dict(), "frozen_reference": reference is not None}
 
 
 def seq_per_subscale(
@@ -207,7 +214,7 @@ def spearman_rho(a: Sequence[float] | Mapping[str, float], b: Sequence[float] | 
     x, y = _aligned(a, b)
     if len(x) < 2:
         raise ValueError("spearman_rho needs at least 2 items")
-    rx, ry = _average_ranks(x) - 0.0, _average_ranks(y)
+    rx, ry = _average_ranks(x), _average_ranks(y)
     rx, ry = rx - rx.mean(), ry - ry.mean()
     denom = math.sqrt(float((rx * rx).sum()) * float((ry * ry).sum()))
     if denom == 0.0:
