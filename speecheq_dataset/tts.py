@@ -105,26 +105,28 @@ TONE_RULES: tuple[ToneRule, ...] = (
 _COMPILED = tuple((rule, re.compile(r"\b(?:" + rule.pattern + r")")) for rule in TONE_RULES)
 
 
+def _rules_of(tone: str) -> list[ToneRule]:
+    text = (tone or "").lower()
+    return [rule for rule, regex in _COMPILED if regex.search(text)]
+
+
 def matched_rules(tone: str) -> list[str]:
     """Names of the rules a tone instruction triggers, in table order."""
-    text = (tone or "").lower()
-    return [rule.name for rule, regex in _COMPILED if regex.search(text)]
+    return [rule.name for rule in _rules_of(tone)]
 
 
 def prosody_for(tone: str, base: Prosody = NEUTRAL) -> Prosody:
     """Prosody of a tone instruction: base plus every matching rule's offsets, clamped."""
-    text = (tone or "").lower()
     result = base
-    for rule, regex in _COMPILED:
-        if regex.search(text):
-            result = replace(
-                result,
-                pitch=result.pitch + rule.pitch,
-                rate=result.rate + rule.rate,
-                amplitude=result.amplitude + rule.amplitude,
-                word_gap=result.word_gap + rule.word_gap,
-                pitch_range=result.pitch_range + rule.pitch_range,
-            )
+    for rule in _rules_of(tone):
+        result = replace(
+            result,
+            pitch=result.pitch + rule.pitch,
+            rate=result.rate + rule.rate,
+            amplitude=result.amplitude + rule.amplitude,
+            word_gap=result.word_gap + rule.word_gap,
+            pitch_range=result.pitch_range + rule.pitch_range,
+        )
     return result.clamped()
 
 
