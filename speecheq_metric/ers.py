@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .dtw import dtw_distance
 from .dtw import dtw_many_checked
 from .dtw import fastdtw_distance
 from .kernels import turn_costs_kernel
@@ -664,7 +663,6 @@ __all__ = [
     "TurnScores",
     "as_vad",
     "categorical_ers",
-    "dtw_distance",
     "ers_dialogues",
     "ers_summary",
     "ers_table",
