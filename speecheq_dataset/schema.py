@@ -44,8 +44,7 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
     "composite",
     "composite_name",
     "eq_scale",
-    "scenario_valence",
-    "target_social_intent",
+    *V2_SCENARIO_FIELDS,
     "generation_version",
     "timestamp",
 )
