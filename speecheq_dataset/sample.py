@@ -22,8 +22,8 @@ from pathlib import Path
 
 import datasets
 
-from .raw import CLIP_SLOTS
 from . import tts
+from .raw import CLIP_SLOTS
 from .raw import METADATA_FILE
 from .tts import ESPEAK
 from .tts import RENDERER_VERSION
