@@ -187,6 +187,11 @@ def _text_config(vocab_size: int, **extra) -> dict:
     )
 
 
+def _vision_config(**extra) -> dict:
+    """The smallest vision tower the omni thinkers accept (never run: the benchmark is audio + text)."""
+    return dict(depth=1, hidden_size=32, intermediate_size=32, num_heads=2, out_hidden_size=_HIDDEN, **extra)
+
+
 def _audio_config(**extra) -> dict:
     return dict(
         num_mel_bins=128,
@@ -219,7 +224,7 @@ def build_tiny(family: str, seed: int = 0) -> TinyModel:
 
         config = Qwen2_5OmniThinkerConfig(
             audio_config=_audio_config(output_dim=_HIDDEN, n_window=100),
-            vision_config=dict(depth=1, hidden_size=32, intermediate_size=32, num_heads=2, out_hidden_size=_HIDDEN, fullatt_block_indexes=[0]),
+            vision_config=_vision_config(fullatt_block_indexes=[0]),
             text_config=_text_config(vocab_size, rope_scaling={"type": "default", "rope_type": "default", "mrope_section": [4, 2, 2]}, **common),
             audio_token_index=ids["audio_token"],
             image_token_index=ids["image_token"],
@@ -230,9 +235,7 @@ def build_tiny(family: str, seed: int = 0) -> TinyModel:
             vision_end_token_id=ids["vision_eos_token"],
             initializer_range=_INIT_RANGE,
         )
-        processor = audio_only(Qwen2_5OmniProcessor)(
-            image_processor=None, video_processor=None, feature_extractor=feature_extractor, tokenizer=tokenizer, chat_template=_template(family)
-        )
+        processor_class = audio_only(Qwen2_5OmniProcessor)
     elif family == "qwen3-omni":
         from transformers import Qwen3OmniMoeProcessor
         from transformers import Qwen3OmniMoeThinkerConfig
@@ -240,7 +243,7 @@ def build_tiny(family: str, seed: int = 0) -> TinyModel:
 
         config = Qwen3OmniMoeThinkerConfig(
             audio_config=_audio_config(output_dim=_HIDDEN, n_window=50, downsample_hidden_size=32),
-            vision_config=dict(depth=1, hidden_size=32, intermediate_size=32, num_heads=2, out_hidden_size=_HIDDEN, deepstack_visual_indexes=[0]),
+            vision_config=_vision_config(deepstack_visual_indexes=[0]),
             text_config=_text_config(
                 vocab_size,
                 head_dim=16,
@@ -257,9 +260,7 @@ def build_tiny(family: str, seed: int = 0) -> TinyModel:
             vision_start_token_id=ids["vision_bos_token"],
             initializer_range=_INIT_RANGE,
         )
-        processor = audio_only(Qwen3OmniMoeProcessor)(
-            image_processor=None, video_processor=None, feature_extractor=feature_extractor, tokenizer=tokenizer, chat_template=_template(family)
-        )
+        processor_class = audio_only(Qwen3OmniMoeProcessor)
     else:
         from transformers import Qwen2AudioConfig
         from transformers import Qwen2AudioForConditionalGeneration as model_class
@@ -271,7 +272,12 @@ def build_tiny(family: str, seed: int = 0) -> TinyModel:
             audio_token_index=ids["audio_token"],
             initializer_range=_INIT_RANGE,
         )
-        processor = Qwen2AudioProcessor(feature_extractor=feature_extractor, tokenizer=tokenizer, chat_template=_template(family))
+        processor_class = Qwen2AudioProcessor
+
+    parts = dict(feature_extractor=feature_extractor, tokenizer=tokenizer, chat_template=_template(family))
+    if family != "qwen2-audio":
+        parts.update(image_processor=None, video_processor=None)  # audio + text only: no torchvision needed
+    processor = processor_class(**parts)
 
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(seed)  # the random init is the model: seed it so every process builds the same weights
