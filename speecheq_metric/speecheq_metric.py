@@ -137,8 +137,7 @@ class SpeechEQMetric(evaluate.Metric):
         return super().add(prediction=prediction, reference=reference, **kwargs)
 
     def compute(self, *, predictions=None, references=None, **kwargs):
-        """Validate the inputs (ValueError naming a bad value), then compute the scores described below.
-"""
+        """Validate the inputs (ValueError naming a bad value), then compute the scores described in the class docstring."""
         self._validate(predictions, references)
         return super().compute(predictions=predictions, references=references, **kwargs)
 
