@@ -83,12 +83,13 @@ def phase_real(work: Path) -> dict:
 
 
 def phase_synth_raw(work: Path, count: int) -> dict:
+    from speecheq_dataset.raw import METADATA_FILE
     from speecheq_dataset.taxonomy import SUBSCALE_SLUGS
 
     start = time.perf_counter()
     raw = work / "synth-raw"
     shutil.rmtree(raw, ignore_errors=True)
-    by_subscale = {s: sorted(p.parent for p in REAL_RAW.glob(f"{s}/*/metadata.json")) for s in SUBSCALE_SLUGS}
+    by_subscale = {s: sorted(p.parent for p in REAL_RAW.glob(f"{s}/*/{METADATA_FILE}")) for s in SUBSCALE_SLUGS}
     for index in range(count):
         slug = SUBSCALE_SLUGS[index % len(SUBSCALE_SLUGS)]
         sources = by_subscale[slug]
@@ -96,9 +97,9 @@ def phase_synth_raw(work: Path, count: int) -> dict:
         dialogue_id = f"synth_{index:05d}_{source.name}"
         folder = raw / slug / dialogue_id
         (folder / "audio").mkdir(parents=True)
-        metadata = json.loads((source / "metadata.json").read_text())
+        metadata = json.loads((source / METADATA_FILE).read_text())
         metadata["generation_metadata"]["dataset_id"] = dialogue_id
-        (folder / "metadata.json").write_text(json.dumps(metadata))
+        (folder / METADATA_FILE).write_text(json.dumps(metadata))
         for clip in sorted((source / "audio").iterdir()):
             os.symlink(clip, folder / "audio" / clip.name)
     return {"dialogues": count, "wall_s": time.perf_counter() - start}
@@ -197,7 +198,7 @@ def main() -> int:
     args.work_dir.mkdir(parents=True)
     try:
         real = _run_child("real", args)
-        print(f"real 45: build+export {real['wall_s']:.1f} s, peak RSS {real['peak_rss_bytes'] / 2**20:.0f} MiB, "
+        print(f"real {real['dialogues']}: build+export {real['wall_s']:.1f} s, peak RSS {real['peak_rss_bytes'] / 2**20:.0f} MiB, "
               f"export {real['export_bytes'] / 1e6:.1f} MB")
         raw = _run_child("synth-raw", args)
         print(f"synthetic raw set: {raw['dialogues']} dialogues in {raw['wall_s']:.1f} s (clips symlinked)")
@@ -216,7 +217,7 @@ def main() -> int:
               f"goal < 1536 MiB: {'met' if ok else 'NOT met'})")
         per_dialogue_real = real["wall_s"] / real["dialogues"]
         per_dialogue_synth = (build["build_s"] + exp["export_s"]) / exp["dialogues"]
-        print(f"ratio: build+export time per dialogue, full size / 45 real = {per_dialogue_synth / per_dialogue_real:.2f}")
+        print(f"ratio: build+export time per dialogue, full size / {real['dialogues']} real = {per_dialogue_synth / per_dialogue_real:.2f}")
         return 0 if ok else 1
     finally:
         if not args.keep:
