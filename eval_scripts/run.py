@@ -6,6 +6,7 @@ Also reached as `speecheq eval ...`. Writes DIR/samples.jsonl and DIR/results.js
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -21,7 +22,9 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from eval_scripts import runner  # noqa: E402
 from eval_scripts.runner import RunConfig  # noqa: E402
+from eval_scripts.scoring import FLAT_KEYS  # noqa: E402
 
 logger = logging.getLogger("eval_scripts.run")
 
@@ -69,15 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", default=None, help="raw generator folder, exported dataset folder or Hub id; default: the embedded sample")
     p.add_argument("--output-dir", required=True, help="run directory (samples.jsonl, results.json); re-running resumes")
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N dialogues")
-    p.add_argument("--seed", type=int, default=0, help="seed of option orders and per-query seeds")
-    p.add_argument("--batch-size", type=int, default=1, help="queries per model call (per process)")
-    p.add_argument("--inference", choices=("sequential", "direct"), default="sequential", help="round 2 hears the model's own turn-4 pick, or the resonant one")
-    p.add_argument("--history", choices=("audio", "text"), default="audio", help="history turns as clips or as transcripts")
-    p.add_argument("--orders", choices=("random", "both"), default="random", help="random option order per dialogue/round/run, or every dialogue in both orders")
-    p.add_argument("--num-runs", type=int, default=1, help="runs per item, majority-voted")
+    p.add_argument("--seed", type=int, default=RunConfig.seed, help="seed of option orders and per-query seeds")
+    p.add_argument("--batch-size", type=int, default=RunConfig.batch_size, help="queries per model call (per process)")
+    p.add_argument("--inference", choices=runner.INFERENCES, default=RunConfig.inference, help="round 2 hears the model's own turn-4 pick, or the resonant one")
+    p.add_argument("--history", choices=runner.HISTORIES, default=RunConfig.history, help="history turns as clips or as transcripts")
+    p.add_argument("--orders", choices=runner.ORDERS, default=RunConfig.orders, help="random option order per dialogue/round/run, or every dialogue in both orders")
+    p.add_argument("--num-runs", type=int, default=RunConfig.num_runs, help="runs per item, majority-voted")
     p.add_argument("--persona", choices=persona_names(), default=None, help="replace the system prompt by a persona (SPEC §5)")
     p.add_argument("--prompt-file", default=None, help="another prompt template JSON (same keys as eval_scripts/prompts/forced_choice_v1.json)")
-    p.add_argument("--choice-mode", choices=("generate", "logprob", "both"), default="generate", help="JSON answer, or score the two answers in one forward pass")
+    p.add_argument("--choice-mode", choices=runner.CHOICE_MODES, default=RunConfig.choice_mode, help="JSON answer, or score the two answers in one forward pass")
     p.add_argument("--oracle", action="store_true", help="replace each candidate clip by its tone instruction as text (scenario sanity check)")
     p.add_argument("--dtype", default=None, help="HF models: torch dtype (auto, bfloat16, float16, float32)")
     p.add_argument("--device-map", default=None, help="HF models: from_pretrained device_map (e.g. auto); default: this process's device")
@@ -85,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=None, help="HF models: generation budget (default 512)")
     p.add_argument("--price-in", type=float, default=None, help="USD per million input tokens (cost per 100 queries)")
     p.add_argument("--price-out", type=float, default=None, help="USD per million output tokens")
-    p.add_argument("--n-bootstrap", type=int, default=1000, help="bootstrap resamples of the 95%% intervals")
+    p.add_argument("--n-bootstrap", type=int, default=RunConfig.n_bootstrap, help="bootstrap resamples of the 95%% intervals")
     p.add_argument("--overwrite", action="store_true", help="discard what the output dir holds and start over")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
@@ -99,27 +102,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             model_args.setdefault(key, value)
     if args.trust_remote_code:
         model_args.setdefault("trust_remote_code", True)
-    return RunConfig(
-        model=args.model,
-        output_dir=args.output_dir,
-        dataset=args.dataset,
-        model_args=model_args,
-        limit=args.limit,
-        seed=args.seed,
-        batch_size=args.batch_size,
-        inference=args.inference,
-        history=args.history,
-        orders=args.orders,
-        num_runs=args.num_runs,
-        persona=args.persona,
-        prompt_file=args.prompt_file,
-        choice_mode=args.choice_mode,
-        oracle=args.oracle,
-        overwrite=args.overwrite,
-        price_in=args.price_in,
-        price_out=args.price_out,
-        n_bootstrap=args.n_bootstrap,
-    )
+    # Every other RunConfig field has a flag of the same name.
+    fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if f.name != "model_args"}
+    return RunConfig(**fields, model_args=model_args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     if metrics is None:
         print(f"no dialogue could be scored; see {Path(config.output_dir) / 'results.json'} (failed_dialogues)", file=sys.stderr)
         return 1
-    shown = {k: metrics[k] for k in ("acc_turn4", "acc_turn6", "acc_all", "acc_traj", "invalid_rate", "n_dialogues")}
+    shown = {k: metrics[k] for k in FLAT_KEYS}
     print(f"{results['label']}: {json.dumps(shown)}")
     if results["failed_dialogues"]:
         print(f"{len(results['failed_dialogues'])} dialogue(s) failed; see results.json failed_dialogues", file=sys.stderr)

@@ -41,6 +41,11 @@ RESULTS_FILE = "results.json"
 # Settings that may change between a run and its resumption without changing any answer.
 # (The dataset is identified by its content fingerprint, not by the path or Hub id it came from.)
 RESUMABLE_CHANGES = ("batch_size", "limit", "overwrite", "output_dir", "dataset")
+# Allowed values of the protocol options (the CLI offers exactly these).
+INFERENCES = ("sequential", "direct")
+HISTORIES = ("audio", "text")
+ORDERS = ("random", "both")
+CHOICE_MODES = ("generate", "logprob", "both")
 VERSION_PACKAGES = ("speecheq", "torch", "transformers", "accelerate", "datasets", "numpy", "evaluate", "torchcodec")
 
 
@@ -79,10 +84,10 @@ class RunConfig:
     def validate(self) -> None:
         """Reject impossible settings with a message naming the option."""
         checks = {
-            "inference": (self.inference, ("sequential", "direct")),
-            "history": (self.history, ("audio", "text")),
-            "orders": (self.orders, ("random", "both")),
-            "choice_mode": (self.choice_mode, ("generate", "logprob", "both")),
+            "inference": (self.inference, INFERENCES),
+            "history": (self.history, HISTORIES),
+            "orders": (self.orders, ORDERS),
+            "choice_mode": (self.choice_mode, CHOICE_MODES),
         }
         for name, (value, allowed) in checks.items():
             if value not in allowed:
