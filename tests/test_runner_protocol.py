@@ -10,6 +10,7 @@ import pytest
 
 from eval_scripts import protocol
 from eval_scripts import runner
+from eval_scripts import store
 from eval_scripts.models.base import ChoiceModel
 from eval_scripts.models.base import ModelOutput
 from eval_scripts.models.base import build_model
@@ -188,7 +189,7 @@ def test_round2_hears_the_model_own_pick_or_the_resonant_clip(real_rows, tmp_pat
     model = Recorder(answer=lambda q: 1)  # always Option 1, whatever it is
     results, run_dir = run_with(model, real_rows, tmp_path, inference=inference)
     by_uid = {q.uid: q for q in model.seen}
-    for record in map(json.loads, (run_dir / "samples.jsonl").read_text().splitlines()):
+    for record in store.read_samples(run_dir):
         r1, r2 = record["trajectories"][0]["rounds"]
         picked = r1["levels"][0]
         heard = by_uid[r2["uid"]]
@@ -207,7 +208,7 @@ def test_random_run_writes_the_contract_files(real_rows, tmp_path):
     for key in ("model", "label", "config", "per_subscale", "per_composite", "prompt_hash", "dataset_fingerprint", "versions", "git_hash", "deployment", "failed_dialogues", "seed"):
         assert key in results
     assert results["config"]["num_runs"] == 3 and results["metrics"]["n_dialogues"] == N_DIALOGUES
-    samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    samples = store.read_samples(run_dir)
     assert [s["id"] for s in samples] == list(real_rows["id"])
     for s in samples:
         assert [(t["run"], [r["round"] for r in t["rounds"]]) for t in s["trajectories"]] == [(0, [1, 2]), (1, [1, 2]), (2, [1, 2])]
@@ -237,7 +238,7 @@ def test_both_orders_report_accuracy_per_order_and_position_bias(real_rows, tmp_
 def test_invalid_answers_count_as_wrong_and_keep_the_raw_text(real_rows, tmp_path):
     results, run_dir = run_with(Recorder(answer=lambda q: None), real_rows, tmp_path)
     assert results["metrics"]["invalid_rate"] == 1.0 and results["metrics"]["acc_all"] == 0.0
-    record = json.loads((run_dir / "samples.jsonl").read_text().splitlines()[0])
+    record = store.read_samples(run_dir)[0]
     r1, r2 = record["trajectories"][0]["rounds"]
     assert r1["raw"] == "no idea" and r1["parse_status"] == "invalid" and r1["choice"] is None
     assert r2["turn4_in_context"] == "low"  # an invalid pick continues with the dissonant clip
@@ -267,7 +268,7 @@ def test_corrupt_or_missing_clip_fails_only_that_dialogue_naming_it(real_rows, t
     assert "turn5_audio" in failed[broken_id] and broken_id in failed[broken_id]
     assert "turn6_audio_low" in failed[missing_id]
     assert results["metrics"]["n_dialogues"] == N_DIALOGUES - 2
-    statuses = [json.loads(line)["status"] for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    statuses = [record["status"] for record in store.read_samples(run_dir)]
     assert statuses == ["ok", "failed", "failed", "ok"]
 
 
