@@ -443,6 +443,10 @@ def build_report(run_dirs: list[str], output_dir: str | Path, *, reference_file:
         message = "No pair of runs differing only in --inference (sequential vs direct): the delta figure is skipped."
         logger.info(message)
         notes.append(message)
+    if freeze_file and reference is not None:
+        # Before the leaderboard and report.json, so their notes mention it too.
+        Path(freeze_file).write_text(json.dumps(reference.to_dict(), indent=2) + "\n")
+        notes.append(f"reference cohort written to {freeze_file}")
     rows = leaderboard_rows(runs)
     (out / "leaderboard.md").write_text(leaderboard_markdown(rows, notes, reference, figures))
     write_csv(rows, out / "leaderboard.csv")
@@ -455,9 +459,6 @@ def build_report(run_dirs: list[str], output_dir: str | Path, *, reference_file:
         "notes": notes,
     }
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    if freeze_file and reference is not None:
-        Path(freeze_file).write_text(json.dumps(reference.to_dict(), indent=2) + "\n")
-        notes.append(f"reference cohort written to {freeze_file}")
     for note in notes:
         if note.startswith("Warning"):
             logger.warning(note)
