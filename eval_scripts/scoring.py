@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from eval_scripts.store import iter_rounds
 from speecheq_metric import forced_choice_metrics
 from speecheq_metric import majority_vote
 
@@ -76,7 +77,7 @@ def position_bias(records: list[dict], mode: str) -> dict:
 
 def deployment(records: list[dict], price_in: float | None, price_out: float | None) -> dict:
     """Mean latency per query, tokens/s, and cost per 100 queries (USD; prices per million tokens)."""
-    rounds = [rnd for r in records for traj in r["trajectories"] for rnd in traj["rounds"]]
+    rounds = [rnd for _, rnd in iter_rounds(records)]
     if not rounds:
         return {"queries": 0, "mean_latency_s": None, "tokens_per_s": None, "queries_per_s": None, "cost_per_100_queries": None}
     latency = [rnd.get("latency_s") or 0.0 for rnd in rounds]
@@ -106,7 +107,7 @@ def deployment(records: list[dict], price_in: float | None, price_out: float | N
 
 def parse_summary(records: list[dict]) -> dict[str, int]:
     """How often each parse status occurred, over every query of finished dialogues."""
-    counts = Counter(rnd["parse_status"] for r in records for traj in r["trajectories"] for rnd in traj["rounds"])
+    counts = Counter(rnd["parse_status"] for _, rnd in iter_rounds(records))
     return dict(sorted(counts.items()))
 
 
