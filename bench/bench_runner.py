@@ -4,8 +4,11 @@ Prints, from one run of this script:
   1. dialogues/s at batch 1 vs batch 8 (generate mode) and whether every answer is identical (goal >= 3x);
   2. logprob vs generate at the same batch size (goal >= 10x);
   3. 1 vs 2 CPU processes through `accelerate launch` (same answers; speed-up bounded by the cores);
-and, for each single-process run, where the time goes in ms per query (clip decoding,
-processor inputs, audio encoder, text prefill, decode steps + generate's loop, the runner).
+  4. generate at batch 8 with the clips loaded ahead in a background thread (--prefetch 1, the
+     default on a GPU) vs in the runner's own thread (--prefetch 0, the default on CPU);
+and, for each single-process run, where the time goes in ms per query (waiting for the
+loader, processor inputs, audio encoder, text prefill, decode steps + generate's loop, the
+runner; and the loader's own work: clip decoding and log-mels, ahead of the model).
 
 The tiny model never emits an end token, so every generate query runs the full
 --max-new-tokens budget; 128 is about the length of a real model's JSON answer
@@ -39,13 +42,34 @@ def answers(run_dir: Path) -> list[tuple]:
 class PhaseTimer:
     """Seconds per phase of a run, from light wrappers/hooks (a few calls per model call; same in every run)."""
 
-    PHASES = ("clips", "inputs", "audio_encoder", "text_prefill", "decode", "other")
+    PHASES = ("wait", "inputs", "audio_encoder", "text_prefill", "decode", "other")
 
     def __init__(self, model) -> None:
+        from eval_scripts import prefetch
         from eval_scripts import runner
 
-        self.totals = dict.fromkeys(self.PHASES + ("answer",), 0.0)
-        self._wrap(runner, "dialogue_from_row", "clips")  # MP3 decoding + resampling of a dialogue's clips
+        self.totals = dict.fromkeys(self.PHASES + ("answer", "loader"), 0.0)
+        # The loader (MP3 decoding + resampling; log-mels too when ahead) runs in a background thread
+        # with --prefetch 1; "wait" is the time the runner's own thread spends blocked on it.
+        self._wrap(runner, "load_dialogues", "loader")
+        loader = prefetch.prefetched
+
+        def timed_loader(*args, **kwargs):
+            items = loader(*args, **kwargs)
+            try:
+                while True:
+                    began = time.perf_counter()
+                    try:
+                        item = next(items)
+                    except StopIteration:
+                        return
+                    finally:
+                        self.totals["wait"] += time.perf_counter() - began
+                    yield item
+            finally:
+                items.close()
+
+        prefetch.prefetched = timed_loader
         self._wrap(model, "encode", "inputs")  # chat template, tokenization, log-mel features
         self._wrap(model, "generate", "answer")
         self._wrap(model, "score", "answer")
@@ -84,8 +108,9 @@ class PhaseTimer:
         t = dict(self.totals)
         model_rest = t["answer"] - t["inputs"] - t["audio_encoder"] - t["text_prefill"] - t["decode"]
         t["decode"] += max(model_rest, 0.0)
-        t["other"] = wall - t["answer"] - t["clips"]
-        return ", ".join(f"{name} {1000 * t[name] / queries:.1f}" for name in self.PHASES) + " ms/query"
+        t["other"] = wall - t["answer"] - t["wait"]
+        phases = ", ".join(f"{name} {1000 * t[name] / queries:.1f}" for name in self.PHASES)
+        return f"{phases} ms/query; loader work {1000 * t['loader'] / queries:.1f}"
 
 
 def timed_run(model, rows, out_dir: Path, **kw) -> float:
@@ -168,8 +193,13 @@ def main(argv: list[str] | None = None) -> int:
         same_lp = [a[2] for a in answers(tmp / "lp1")] == [a[2] for a in answers(tmp / "lp8")]
         print(f"    logprob choices identical at batch 1 and 8: {same_lp}")
 
-        print("\n    where the time goes (phases: clip decoding, processor inputs, audio encoder, text prefill, decode steps + generate loop, runner):")
-        for name, label in (("b1", "generate b1"), ("b8", "generate b8"), ("lp1", "logprob b1"), ("lp8", "logprob b8")):
+        t8_ahead = measured("b8_ahead", batch_size=8, prefetch=1)
+        print(f"\n[4] generate, batch 8, clips loaded ahead in a background thread (--prefetch 1): {n / t8_ahead:.3f} dialogues/s, "
+              f"{t8 / t8_ahead:.2f}x the runner's own thread (--prefetch 0, the CPU default)")
+
+        print("\n    where the time goes (ms/query: waiting for the loader, processor inputs, audio encoder, text prefill, "
+              "decode steps + generate loop, runner; then the loader's own work in its thread):")
+        for name, label in (("b1", "generate b1"), ("b8", "generate b8"), ("b8_ahead", "gen b8 ahead"), ("lp1", "logprob b1"), ("lp8", "logprob b8")):
             print(f"    {label:12s} {phases[name]}")
 
         if not args.skip_processes:

@@ -176,6 +176,15 @@ def build_query(
     )
 
 
+def heard_clips(settings: ProtocolSettings, dialogue: Dialogue) -> list[Clip]:
+    """The clips a dialogue's queries may play as audio: all of them with audio history, else the options unless oracle."""
+    if settings.history == "audio":
+        return list(dialogue.clips.values())
+    if settings.oracle:
+        return []
+    return [dialogue.clips[audio_column(turn, level)] for turn in ROUND_TURN.values() for level in LEVELS]
+
+
 def selected_level(levels: list[str] | tuple[str, str], choice: int | None) -> str | None:
     """Level ("high"/"low") of the option chosen (1 or 2), None for no valid choice."""
     return levels[choice - 1] if choice in (1, 2) else None

@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N dialogues")
     p.add_argument("--seed", type=int, default=RunConfig.seed, help="seed of option orders and per-query seeds")
     p.add_argument("--batch-size", type=int, default=RunConfig.batch_size, help="queries per model call (per process)")
+    p.add_argument("--prefetch", type=int, default=RunConfig.prefetch, help="chunks of dialogues decoded ahead in a background thread (default: 1 on a GPU, 0 on CPU)")
     p.add_argument("--inference", choices=runner.INFERENCES, default=RunConfig.inference, help="round 2 hears the model's own turn-4 pick, or the resonant one")
     p.add_argument("--history", choices=runner.HISTORIES, default=RunConfig.history, help="history turns as clips or as transcripts")
     p.add_argument("--orders", choices=runner.ORDERS, default=RunConfig.orders, help="random option order per dialogue/round/run, or every dialogue in both orders")

@@ -8,6 +8,7 @@ dialogue fails with an error naming the clip; the run goes on).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -19,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from eval_scripts import protocol
+from eval_scripts import prefetch
 from eval_scripts import scoring
 from eval_scripts import store
 from eval_scripts.models.base import ChoiceModel
@@ -40,7 +42,7 @@ SAMPLES_FILE = store.SAMPLES_FILE
 RESULTS_FILE = "results.json"
 # Settings that may change between a run and its resumption without changing any answer.
 # (The dataset is identified by its content fingerprint, not by the path or Hub id it came from.)
-RESUMABLE_CHANGES = ("batch_size", "limit", "overwrite", "output_dir", "dataset")
+RESUMABLE_CHANGES = ("batch_size", "prefetch", "limit", "overwrite", "output_dir", "dataset")
 # Allowed values of the protocol options (the CLI offers exactly these).
 INFERENCES = ("sequential", "direct")
 HISTORIES = ("audio", "text")
@@ -64,6 +66,7 @@ class RunConfig:
     limit: int | None = None
     seed: int = 0
     batch_size: int = 1
+    prefetch: int | None = None  # chunks of dialogues loaded ahead in a background thread; None: 1 on a GPU, 0 on CPU
     inference: str = "sequential"
     history: str = "audio"
     orders: str = "random"
@@ -94,6 +97,8 @@ class RunConfig:
                 raise ValueError(f"--{name.replace('_', '-')} must be one of {', '.join(allowed)}; got {value!r}")
         if self.batch_size < 1:
             raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
+        if self.prefetch is not None and self.prefetch < 0:
+            raise ValueError(f"--prefetch must be >= 0, got {self.prefetch}")
         if self.num_runs < 1:
             raise ValueError(f"--num-runs must be >= 1, got {self.num_runs}")
         if self.limit is not None and self.limit < 1:
@@ -152,6 +157,28 @@ def dialogue_from_row(row: dict, sampling_rate: int | None) -> protocol.Dialogue
         )
     fields = {name: row.get(name) for name in protocol.SCENE_FIELDS + TEXT_COLUMNS}
     return protocol.Dialogue(id=dialogue_id, subscale=str(row["subscale"]), fields=fields, clips=clips)
+
+
+def load_dialogues(
+    dataset, indices: list[int], model: ChoiceModel, prepare_for: protocol.ProtocolSettings | None = None
+) -> tuple[list[protocol.Dialogue], list[dict]]:
+    """Decode the rows at `indices`; undecodable ones become failed records.
+
+    With `prepare_for`, the model also prepares the clips those settings' queries will hear (the loader thread's share).
+    """
+    dialogues, failed = [], []
+    for k in indices:
+        row = dataset[k]
+        try:
+            dialogue = dialogue_from_row(row, model.sampling_rate)
+        except DialogueError as exc:
+            logger.error("%s", exc)
+            failed.append({"id": str(row["id"]), "subscale": str(row["subscale"]), "status": "failed", "error": str(exc), "trajectories": []})
+            continue
+        if prepare_for is not None:
+            model.prepare_clips(protocol.heard_clips(prepare_for, dialogue))
+        dialogues.append(dialogue)
+    return dialogues, failed
 
 
 # ---------------------------------------------------------------- model calls
@@ -358,6 +385,18 @@ def git_hash() -> str | None:
         return None
 
 
+def loading_depth(config: RunConfig, device) -> int:
+    """Chunks loaded ahead: --prefetch, else 1 when the model runs on an accelerator and 0 on CPU.
+
+    On a GPU the loader hides clip decoding behind the model. On a CPU it competes with
+    torch's own threads for the cores: on 2 cores, generate at batch 8 ran at 0.79x
+    (bench/bench_runner.py, item 4), the decode steps slowed by the busy second core.
+    """
+    if config.prefetch is not None:
+        return config.prefetch
+    return 0 if getattr(device, "type", "cpu") == "cpu" else 1
+
+
 def load_dataset_rows(config: RunConfig):
     """The dataset with audio left undecoded (the runner decodes per dialogue, at the model's rate)."""
     import datasets
@@ -431,17 +470,12 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
             desc=f"{config.model} (rank 0 of {accelerator.num_processes})",
             dynamic_ncols=True,
         )
-        with store.ShardWriter(store.shard_path(run_dir, accelerator.process_index)) as writer:
-            for start in range(0, len(mine), chunk_size):
-                chunk = mine[start : start + chunk_size]
-                dialogues, failed = [], []
-                for k in chunk:
-                    row = dataset[k]
-                    try:
-                        dialogues.append(dialogue_from_row(row, model.sampling_rate))
-                    except DialogueError as exc:
-                        logger.error("%s", exc)
-                        failed.append({"id": str(row["id"]), "subscale": str(row["subscale"]), "status": "failed", "error": str(exc), "trajectories": []})
+        chunks = [mine[start : start + chunk_size] for start in range(0, len(mine), chunk_size)]
+        ahead = loading_depth(config, accelerator.device)
+        prepare_for = settings if ahead else None  # in the runner's own thread, features are computed when first needed
+        loaded = prefetch.prefetched(chunks, lambda chunk: load_dialogues(dataset, chunk, model, prepare_for), depth=ahead)
+        with store.ShardWriter(store.shard_path(run_dir, accelerator.process_index)) as writer, contextlib.closing(loaded):
+            for chunk, (dialogues, failed) in zip(chunks, loaded):
                 records = evaluate_chunk(model, settings, dialogues, trajectories, config.batch_size) if dialogues else []
                 by_id = {r["id"]: r for r in records + failed}
                 for k in chunk:  # dataset order within the chunk
@@ -466,6 +500,7 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
         "dialogues": len(gathered),
         "wall_s": session_wall,
         "dialogues_per_s": len(gathered) / session_wall if gathered and session_wall > 0 else None,
+        "prefetch": ahead,
     }
     store.write_jsonl_atomic(run_dir / SAMPLES_FILE, ordered)
     store.write_json_atomic(run_dir / RESULTS_FILE, results)

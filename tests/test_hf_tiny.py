@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 import torch
 
@@ -172,3 +174,42 @@ def test_a_checkpoint_folder_loads_through_from_pretrained(family, dialogues, tm
     query = protocol.build_query(_settings(), dialogues[0], 1, protocol.Trajectory("generate", "random", 0))
     assert loaded.prompt_text(query) == reference.prompt_text(query)
     assert [o.text for o in loaded.generate([query])] == [o.text for o in reference.generate([query])]
+
+
+@pytest.mark.parametrize("name, kwargs", [("qwen2.5-omni", {"pretrained": "tiny-random", "max_new_tokens": 6}), ("prosody", {"rule": "closest_to_catalyst"})])
+def test_loading_ahead_in_a_thread_gives_the_same_answers(name, kwargs, real_rows, tmp_path):
+    answers = {}
+    for ahead in (0, 1):
+        model = build_model(name, **kwargs)  # a fresh adapter: nothing cached from the other run
+        # batch 1 = chunks of two dialogues, so the loader works on the next chunk while the model answers
+        config = runner.RunConfig(model=name, output_dir=str(tmp_path / f"ahead{ahead}"), batch_size=1, prefetch=ahead, n_bootstrap=0)
+        results = runner.run(config, model=model, dataset=real_rows, progress=False)
+        assert results["deployment"]["session"]["prefetch"] == ahead
+        answers[ahead] = _answers(tmp_path / f"ahead{ahead}")
+    assert answers[0] == answers[1]
+
+
+def test_log_mels_prepared_ahead_are_the_ones_encode_uses(real_rows, monkeypatch):
+    model = build_model("qwen2.5-omni", pretrained="tiny-random")
+    features = model._input_processor.feature_extractor
+    dialogue = runner.dialogue_from_row(real_rows[0], 16000)
+    model.prepare_clips(protocol.heard_clips(_settings(), dialogue))
+    extract, calls = type(features.extractor).__call__, []
+    monkeypatch.setattr(type(features.extractor), "__call__", lambda *args, **kwargs: calls.append(1) or extract(*args, **kwargs))
+    query = protocol.build_query(_settings(), dialogue, 2, protocol.Trajectory("generate", "random", 0), "low")
+    ahead = model.encode([query])
+    assert calls == []  # all seven clips of the round-2 prompt were ready
+    monkeypatch.undo()
+    plain = build_model("qwen2.5-omni", pretrained="tiny-random").encode([query])
+    assert ahead.keys() == plain.keys() and all(torch.equal(ahead[k], plain[k]) for k in plain)
+
+
+def test_log_mels_are_dropped_with_their_clip(real_rows):
+    model = build_model("qwen2.5-omni", pretrained="tiny-random")
+    features = model._input_processor.feature_extractor
+    dialogue = runner.dialogue_from_row(real_rows[1], 16000)
+    model.prepare_clips(list(dialogue.clips.values()))
+    assert len(features._by_clip) == 8
+    del dialogue
+    gc.collect()
+    assert features._by_clip == {}  # nothing held past the clips' life, and no stale id to be reused

@@ -107,6 +107,29 @@ def test_oracle_replaces_candidate_clips_by_their_tone_instructions(dialogues):
     assert low and high and prompt.index(low) < prompt.index(high)  # Option 1 = low here
 
 
+@pytest.mark.parametrize(
+    "history, oracle, expected",
+    [
+        ("audio", False, list(CLIP_COLUMNS)),
+        ("audio", True, list(CLIP_COLUMNS)),
+        ("text", False, ["turn4_audio_high", "turn4_audio_low", "turn6_audio_high", "turn6_audio_low"]),
+        ("text", True, []),
+    ],
+)
+def test_heard_clips_cover_every_clip_any_query_plays(dialogues, history, oracle, expected):
+    s = settings(history=history, oracle=oracle)
+    d = dialogues[1]
+    heard = protocol.heard_clips(s, d)
+    assert [c.column for c in heard] == expected
+    played = set()
+    for order in ("high_first", "low_first"):
+        traj = protocol.Trajectory("generate", order, 0)
+        played |= set(audio_columns(protocol.build_query(s, d, 1, traj)))
+        for turn4 in ("high", "low"):
+            played |= set(audio_columns(protocol.build_query(s, d, 2, traj, turn4)))
+    assert played <= set(expected)
+
+
 def test_option_order_is_seeded_per_dialogue_round_and_run_and_roughly_balanced(dialogues):
     flips = [protocol.option_levels(0, f"d{i}", r, protocol.Trajectory("generate", "random", k)) for i in range(200) for r in (1, 2) for k in range(2)]
     share_high_first = sum(lv == ("high", "low") for lv in flips) / len(flips)
@@ -250,7 +273,8 @@ def test_choice_mode_both_reports_each_mode(real_rows, tmp_path):
     assert results["metrics"] == results["by_choice_mode"]["generate"]
 
 
-def test_corrupt_or_missing_clip_fails_only_that_dialogue_naming_it(real_rows, tmp_path):
+@pytest.mark.parametrize("prefetch", [0, 1])
+def test_corrupt_or_missing_clip_fails_only_that_dialogue_naming_it(real_rows, tmp_path, prefetch):
     broken_id = real_rows[1]["id"]
     missing_id = real_rows[2]["id"]
 
@@ -262,7 +286,7 @@ def test_corrupt_or_missing_clip_fails_only_that_dialogue_naming_it(real_rows, t
         return row
 
     damaged = real_rows.map(damage, features=real_rows.features)
-    results, run_dir = run_with(build_model("random"), damaged, tmp_path)
+    results, run_dir = run_with(build_model("random"), damaged, tmp_path, batch_size=1, prefetch=prefetch)
     failed = {f["id"]: f["error"] for f in results["failed_dialogues"]}
     assert set(failed) == {broken_id, missing_id}
     assert "turn5_audio" in failed[broken_id] and broken_id in failed[broken_id]
@@ -366,3 +390,19 @@ def test_every_query_presents_both_candidates_of_its_test_turn_once(dialogues, s
         assert len(cols) == (2 if history == "text" else 2 + (3 if round_ == 1 else 5))
         assert q.meta["levels"] == [c.rsplit("_", 1)[1] for c in cols[-2:]]
         assert q.seed == protocol.query_seed(seed, d.id, round_, protocol.Trajectory("generate", order, run))
+
+
+@pytest.mark.parametrize(
+    "prefetch, device, expected",
+    [(None, "cpu", 0), (None, "cuda", 1), (None, "xpu", 1), (0, "cuda", 0), (2, "cpu", 2)],
+)
+def test_loading_ahead_defaults_to_accelerators_only(prefetch, device, expected):
+    import torch
+
+    config = runner.RunConfig(model="random", output_dir="unused", prefetch=prefetch)
+    assert runner.loading_depth(config, torch.device(device)) == expected
+
+
+def test_negative_prefetch_is_rejected_by_name():
+    with pytest.raises(ValueError, match="--prefetch must be >= 0, got -1"):
+        runner.RunConfig(model="random", output_dir="unused", prefetch=-1).validate()

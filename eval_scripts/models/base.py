@@ -83,6 +83,12 @@ class ChoiceModel(abc.ABC):
         """Logprob mode: score the two possible answers in one forward pass per query."""
         raise NotImplementedError(f"model {self.name!r} has no logprob mode")
 
+    def prepare_clips(self, clips: list[Clip]) -> None:
+        """Work on a dialogue's clips that can be done ahead of the queries (the runner calls it in its loader thread).
+
+        Must be thread-safe and must not change any answer; the default does nothing.
+        """
+
     def describe(self) -> dict:
         """Adapter configuration recorded in results.json (never secrets)."""
         return {"name": self.name}

@@ -16,7 +16,9 @@ import contextlib
 import copy
 import json
 import logging
+import threading
 import time
+import weakref
 
 from eval_scripts.models.base import ChoiceModel
 from eval_scripts.models.base import ChoiceQuery
@@ -102,36 +104,50 @@ class PerClipFeatures:
     at least `gap` zero samples and whole seconds, so its valid frames are exactly those the
     processor's 30-s padding gives and do not depend on batch-mates. Only the valid frames
     are kept (the Omni encoders read just the frames `feature_attention_mask` marks; the rest
-    of the batch tensor is zeros). Recent clips are cached by identity (the cache holds the
-    array, so its id cannot be reused; the runner never modifies a clip in place), so round 2
-    does not recompute the history clips of round 1.
+    of the batch tensor is zeros).
+
+    Features are kept per clip array for as long as that array lives (a weakref finalizer
+    drops them), so round 2 reuses round 1's history clips and features computed ahead by
+    the runner's loader thread (`HFAudioLM.prepare_clips`) are found, with no cache size to
+    tune. The runner never modifies a clip in place.
     """
 
-    def __init__(self, extractor, unit: int = 16000, gap: int = 400, cache_size: int = 128) -> None:
+    def __init__(self, extractor, unit: int = 16000, gap: int = 400) -> None:
         self.extractor = extractor
-        self.unit, self.gap, self.cache_size = unit, gap, cache_size
-        self._cache: dict[int, tuple] = {}
+        self.unit, self.gap = unit, gap
+        self._by_clip: dict[int, dict[tuple, object]] = {}  # id(clip array) -> {extractor kwargs: log-mels}
+        self._lock = threading.Lock()
 
     def __getattr__(self, name):
         return getattr(self.extractor, name)
 
     def clip_features(self, clip, **kwargs):
-        """Log-mels (mels x valid frames) of one clip."""
+        """Log-mels (mels x valid frames) of one clip (thread-safe)."""
         import numpy as np
 
-        hit = self._cache.get(id(clip))
-        if hit is not None and hit[0] is clip:
-            return hit[1]
+        key = tuple(sorted(kwargs.items()))
+        known = self._by_clip.get(id(clip))
+        if known is not None and key in known:
+            return known[key]
         samples = np.asarray(clip, dtype=np.float32)
         target = ((len(samples) + self.gap) // self.unit + 1) * self.unit
-        kwargs.update(padding="max_length", max_length=target, truncation=False, return_attention_mask=True, return_tensors="np")
-        out = self.extractor([samples], **kwargs)
+        call = dict(kwargs, padding="max_length", max_length=target, truncation=False, return_attention_mask=True, return_tensors="np")
+        out = self.extractor([samples], **call)
         valid = int(out["attention_mask"][0].sum())
         features = np.ascontiguousarray(out["input_features"][0][:, :valid])
-        if len(self._cache) >= self.cache_size:
-            self._cache.pop(next(iter(self._cache)))
-        self._cache[id(clip)] = (clip, features)
+        self._remember(clip, key, features)
         return features
+
+    def _remember(self, clip, key: tuple, features) -> None:
+        with self._lock:
+            known = self._by_clip.get(id(clip))
+            if known is None:
+                try:  # forget the features when the array is freed, before its id can be reused
+                    weakref.finalize(clip, self._by_clip.pop, id(clip), None)
+                except TypeError:  # not weak-referenceable (a list): no caching
+                    return
+                known = self._by_clip[id(clip)] = {}
+            known[key] = features
 
     def __call__(self, audio, **kwargs):
         import numpy as np
@@ -408,6 +424,15 @@ class HFAudioLM(ChoiceModel):
         dtype = self.model.dtype
         self._batch_audio = audio
         return {k: (v.to(device=device, dtype=dtype) if v.is_floating_point() else v.to(device)) for k, v in inputs.items()}
+
+    def prepare_clips(self, clips: list) -> None:
+        """Log-mels of a dialogue's clips ahead of its queries (called from the runner's loader thread)."""
+        extractor = self._input_processor.feature_extractor
+        if not isinstance(extractor, PerClipFeatures):
+            return
+        for clip in clips:
+            if clip.sampling_rate == self.sampling_rate:  # encode() rejects the others, naming them
+                extractor.clip_features(clip.array, sampling_rate=self.sampling_rate)
 
     def audio_cache(self, inputs: dict):
         """Context of one model call on `inputs` (the latest `encode`): its clips' encoder outputs are cached."""

@@ -27,6 +27,7 @@ import hashlib
 import json
 import logging
 import math
+import threading
 import time
 from collections import OrderedDict
 
@@ -35,6 +36,8 @@ import numpy as np
 from eval_scripts.models.base import ChoiceModel, ChoiceQuery, Clip, ModelOutput, register
 from speecheq_dataset import acoustics
 from speecheq_dataset.acoustics import ClipFeatures
+from speecheq_dataset.columns import TEST_TURNS
+from speecheq_dataset.columns import audio_column
 
 logger = logging.getLogger(__name__)
 
@@ -82,22 +85,25 @@ def choose_option(
 
 
 class _FeatureCache:
-    """Features per distinct clip: the same clips recur across rounds, orders and runs."""
+    """Features per distinct clip: the same clips recur across rounds, orders and runs (thread-safe)."""
 
     def __init__(self, max_items: int = 8192):
         self._items: OrderedDict[str, ClipFeatures] = OrderedDict()
         self._max_items = max_items
+        self._lock = threading.Lock()
 
     def get(self, clip: Clip) -> ClipFeatures:
         samples = np.ascontiguousarray(clip.array, dtype=np.float32)
         key = f"{clip.sampling_rate}:{hashlib.blake2b(samples.tobytes(), digest_size=16).hexdigest()}"
-        if key in self._items:
-            self._items.move_to_end(key)
-            return self._items[key]
-        features = acoustics.clip_features(samples, clip.sampling_rate)
-        self._items[key] = features
-        if len(self._items) > self._max_items:
-            self._items.popitem(last=False)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        features = acoustics.clip_features(samples, clip.sampling_rate)  # outside the lock: the loader computes ahead
+        with self._lock:
+            self._items[key] = features
+            if len(self._items) > self._max_items:
+                self._items.popitem(last=False)
         return features
 
 
@@ -132,6 +138,15 @@ class ProsodyBaseline(ChoiceModel):
             "analysis_sr": acoustics.ANALYSIS_SR,
             "distance_scale": acoustics.CONTRAST_V1.version if self.rule in CATALYST_RULES else None,
         }
+
+    def prepare_clips(self, clips: list[Clip]) -> None:
+        """Measure ahead the clips this rule reads: the options, and the catalyst turns before them for catalyst rules."""
+        needed = {audio_column(turn, level) for turn in TEST_TURNS for level in ("high", "low")}
+        if self.rule in CATALYST_RULES:
+            needed |= {audio_column(turn - 1) for turn in TEST_TURNS}
+        for clip in clips:
+            if clip.column in needed:
+                self._cache.get(clip)
 
     def _answer(self, query: ChoiceQuery) -> ModelOutput:
         start = time.perf_counter()
