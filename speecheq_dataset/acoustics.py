@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from speecheq_dataset.audio import resample
+
 ANALYSIS_SR = 16_000
 FRAME_LENGTH = 1024  # 64 ms at 16 kHz: holds >= 4 periods of the lowest F0
 HOP_LENGTH = 256  # 16 ms
@@ -137,11 +139,7 @@ def _prepare(array: np.ndarray, sampling_rate: int) -> np.ndarray:
         raise ValueError(f"acoustic features: bad sampling rate {sampling_rate!r}")
     if not np.all(np.isfinite(samples)):
         raise ValueError("acoustic features: the clip contains NaN or infinite samples")
-    if sampling_rate != ANALYSIS_SR:
-        import librosa
-
-        samples = librosa.resample(samples, orig_sr=sampling_rate, target_sr=ANALYSIS_SR).astype(np.float32)
-    return samples
+    return resample(samples, sampling_rate, ANALYSIS_SR)
 
 
 def trim_silence(array: np.ndarray, sampling_rate: int, top_db: float = TRIM_TOP_DB) -> np.ndarray:

@@ -63,8 +63,15 @@ def decode_value(value, sampling_rate: int | None = None, *, name: str = "") -> 
     if array.ndim > 1:
         array = array.mean(axis=0)
     if sampling_rate and sampling_rate != sr:
-        import librosa
-
-        array = librosa.resample(array, orig_sr=sr, target_sr=sampling_rate).astype(np.float32)
-        sr = sampling_rate
+        array, sr = resample(array, sr, sampling_rate), sampling_rate
     return array, sr
+
+
+def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
+    """Mono float32 samples at `to_rate` (librosa's default high-quality resampler; a no-op at the same rate)."""
+    samples = np.asarray(samples, dtype=np.float32)
+    if from_rate == to_rate:
+        return samples
+    import librosa
+
+    return librosa.resample(samples, orig_sr=from_rate, target_sr=to_rate).astype(np.float32, copy=False)

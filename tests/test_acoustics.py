@@ -20,6 +20,7 @@ from speecheq_dataset.acoustics import (
     hz_to_semitones,
     trim_silence,
 )
+from speecheq_dataset.audio import resample
 
 SR = 16_000
 
@@ -167,3 +168,14 @@ def test_delivery_distance_is_in_tau_units_and_ignores_duration():
     assert delivery_distance(a, features(pitch_hz=220.0 * 2 ** (2 / 12), rms_db=-23.0)) == pytest.approx(math.sqrt(2))
     # unvoiced pitch drops out of the distance instead of making it NaN
     assert delivery_distance(a, features(pitch_hz=float("nan"), rms_db=-26.0)) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("from_rate, to_rate", [(16_000, 16_000), (48_000, 16_000), (24_000, 16_000), (8_000, 16_000)])
+def test_resample_keeps_duration_and_pitch_and_gives_float32(from_rate, to_rate):
+    samples = tone(440.0, seconds=0.5, sr=from_rate).astype(np.float64)
+    out = resample(samples, from_rate, to_rate)
+    assert out.dtype == np.float32 and len(out) == int(0.5 * to_rate)
+    spectrum = np.abs(np.fft.rfft(out))
+    assert abs(np.argmax(spectrum) * to_rate / len(out) - 440.0) <= 2.0
+    if from_rate == to_rate:
+        np.testing.assert_array_equal(out, samples.astype(np.float32))

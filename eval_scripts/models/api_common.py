@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eval_scripts.models.base import ChoiceModel, ChoiceQuery, Clip, ModelOutput
+from speecheq_dataset.audio import resample
 
 logger = logging.getLogger(__name__)
 
@@ -36,11 +37,8 @@ def encode_wav(array: np.ndarray, sampling_rate: int, target_rate: int | None = 
     samples = np.asarray(array, dtype=np.float32)
     if samples.ndim != 1:
         raise ValueError(f"encode_wav: expected mono samples, got shape {samples.shape}")
-    if target_rate and target_rate != sampling_rate:
-        import librosa
-
-        samples = librosa.resample(samples, orig_sr=sampling_rate, target_sr=target_rate)
-        sampling_rate = target_rate
+    if target_rate:
+        samples, sampling_rate = resample(samples, sampling_rate, target_rate), target_rate
     pcm = (np.clip(samples, -1.0, 1.0) * 32767.0).round().astype("<i2")
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as out:
