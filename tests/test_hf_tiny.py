@@ -204,12 +204,14 @@ def test_log_mels_prepared_ahead_are_the_ones_encode_uses(real_rows, monkeypatch
     assert ahead.keys() == plain.keys() and all(torch.equal(ahead[k], plain[k]) for k in plain)
 
 
-def test_log_mels_are_dropped_with_their_clip(real_rows):
-    model = build_model("qwen2.5-omni", pretrained="tiny-random")
-    features = model._input_processor.feature_extractor
+def test_per_clip_memos_are_dropped_with_their_clips(real_rows):
+    model = build_model("qwen2.5-omni", pretrained="tiny-random", max_new_tokens=2)
+    log_mels, encoded = model._input_processor.feature_extractor.memo, model._audio_cache.memo
     dialogue = runner.dialogue_from_row(real_rows[1], 16000)
     model.prepare_clips(list(dialogue.clips.values()))
-    assert len(features._by_clip) == 8
-    del dialogue
+    query = protocol.build_query(_settings(), dialogue, 1, protocol.Trajectory("generate", "random", 0))
+    model.generate([query])
+    assert (len(log_mels), len(encoded)) == (8, 5)  # every clip prepared; round 1 encoded turns 1-3 and both options
+    del dialogue, query
     gc.collect()
-    assert features._by_clip == {}  # nothing held past the clips' life, and no stale id to be reused
+    assert (len(log_mels), len(encoded)) == (0, 0)  # nothing held past the clips' life, and no stale id to be reused

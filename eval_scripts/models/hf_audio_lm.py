@@ -95,6 +95,40 @@ def use_ragged_prefill(model) -> bool:
     return True
 
 
+class ClipMemo:
+    """Values derived from clip arrays, kept exactly as long as each array lives (thread-safe).
+
+    Keyed by the array's identity; a weakref finalizer drops an array's entries when it is
+    freed, before its id can be reused. So there is no cache size to tune: round 2 finds
+    round 1's clips, and work done ahead by the runner's loader thread is never evicted
+    before use. The runner never modifies a clip in place.
+    """
+
+    def __init__(self) -> None:
+        self._by_clip: dict[int, dict] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._by_clip)
+
+    def get(self, clip, key):
+        """The value stored for (clip, key), or None."""
+        known = self._by_clip.get(id(clip))
+        return None if known is None else known.get(key)
+
+    def put(self, clip, key, value) -> None:
+        """Store a value for (clip, key); objects that cannot be weakly referenced (lists) are not memoised."""
+        with self._lock:
+            known = self._by_clip.get(id(clip))
+            if known is None:
+                try:
+                    weakref.finalize(clip, self._by_clip.pop, id(clip), None)
+                except TypeError:
+                    return
+                known = self._by_clip[id(clip)] = {}
+            known[key] = value
+
+
 class PerClipFeatures:
     """The feature extractor run clip by clip, each padded only to its own length; log-mels of the valid frames only.
 
@@ -106,17 +140,14 @@ class PerClipFeatures:
     are kept (the Omni encoders read just the frames `feature_attention_mask` marks; the rest
     of the batch tensor is zeros).
 
-    Features are kept per clip array for as long as that array lives (a weakref finalizer
-    drops them), so round 2 reuses round 1's history clips and features computed ahead by
-    the runner's loader thread (`HFAudioLM.prepare_clips`) are found, with no cache size to
-    tune. The runner never modifies a clip in place.
+    Features live in a `ClipMemo` (as long as their clip): round 2 reuses round 1's, and
+    those computed ahead by the runner's loader thread (`HFAudioLM.prepare_clips`) are found.
     """
 
     def __init__(self, extractor, unit: int = 16000, gap: int = 400) -> None:
         self.extractor = extractor
         self.unit, self.gap = unit, gap
-        self._by_clip: dict[int, dict[tuple, object]] = {}  # id(clip array) -> {extractor kwargs: log-mels}
-        self._lock = threading.Lock()
+        self.memo = ClipMemo()  # (clip array, extractor kwargs) -> log-mels
 
     def __getattr__(self, name):
         return getattr(self.extractor, name)
@@ -126,28 +157,17 @@ class PerClipFeatures:
         import numpy as np
 
         key = tuple(sorted(kwargs.items()))
-        known = self._by_clip.get(id(clip))
-        if known is not None and key in known:
-            return known[key]
+        known = self.memo.get(clip, key)
+        if known is not None:
+            return known
         samples = np.asarray(clip, dtype=np.float32)
         target = ((len(samples) + self.gap) // self.unit + 1) * self.unit
         call = dict(kwargs, padding="max_length", max_length=target, truncation=False, return_attention_mask=True, return_tensors="np")
         out = self.extractor([samples], **call)
         valid = int(out["attention_mask"][0].sum())
         features = np.ascontiguousarray(out["input_features"][0][:, :valid])
-        self._remember(clip, key, features)
+        self.memo.put(clip, key, features)
         return features
-
-    def _remember(self, clip, key: tuple, features) -> None:
-        with self._lock:
-            known = self._by_clip.get(id(clip))
-            if known is None:
-                try:  # forget the features when the array is freed, before its id can be reused
-                    weakref.finalize(clip, self._by_clip.pop, id(clip), None)
-                except TypeError:  # not weak-referenceable (a list): no caching
-                    return
-                known = self._by_clip[id(clip)] = {}
-            known[key] = features
 
     def __call__(self, audio, **kwargs):
         import numpy as np
@@ -175,18 +195,17 @@ class AudioEncoderCache:
     The Omni encoders encode each clip on its own (attention within the clip's windows), so
     a clip's output does not depend on its batch-mates. Installed over the inner model's
     `get_audio_features`; active only inside `batch(...)`, which names the call's clips
-    (cache keys: clip identity, with the array held so its id cannot be reused) and their
-    audio-token counts (runs of the audio placeholder in `input_ids`, in clip order).
-    Any mismatch falls back to the plain encoder call.
+    (kept in a `ClipMemo`, as long as the clip lives) and their audio-token counts (runs of
+    the audio placeholder in `input_ids`, in clip order). Any mismatch falls back to the
+    plain encoder call.
     """
 
-    def __init__(self, inner, audio_token_id: int, size: int = 160) -> None:
+    def __init__(self, inner, audio_token_id: int) -> None:
         self.encode_audio = inner.get_audio_features
         self.audio_token_id = audio_token_id
-        self.size = size
         self._clips: list | None = None
         self._lengths: list[int] = []
-        self._cache: dict[int, tuple] = {}
+        self.memo = ClipMemo()
         inner.get_audio_features = self  # the instance attribute shadows the class method
 
     @contextlib.contextmanager
@@ -212,9 +231,9 @@ class AudioEncoderCache:
             return self.encode_audio(input_features, feature_attention_mask, audio_feature_lengths, **kwargs)
         hits = {}
         for i, clip in enumerate(clips):
-            entry = self._cache.get(id(clip))
-            if entry is not None and entry[0] is clip and entry[1].shape[0] == self._lengths[i]:
-                hits[i] = entry[1]
+            known = self.memo.get(clip, "encoder")
+            if known is not None and known.shape[0] == self._lengths[i]:
+                hits[i] = known
         missing = [i for i in range(len(clips)) if i not in hits]
         if missing:
             rows = torch.tensor(missing, device=input_features.device)
@@ -224,9 +243,7 @@ class AudioEncoderCache:
                 return self.encode_audio(input_features, feature_attention_mask, audio_feature_lengths, **kwargs)
             for i, part in zip(missing, encoded.split(lengths)):
                 hits[i] = part
-                if len(self._cache) >= self.size:
-                    self._cache.pop(next(iter(self._cache)))
-                self._cache[id(clips[i])] = (clips[i], part)
+                self.memo.put(clips[i], "encoder", part)
         hidden = torch.cat([hits[i] for i in range(len(clips))])
         return BaseModelOutputWithPooling(last_hidden_state=hidden, pooler_output=hidden)
 
@@ -410,7 +427,7 @@ class HFAudioLM(ChoiceModel):
     def encode(self, queries: list[ChoiceQuery], answer_prefix: bool = False):
         """Processor inputs of a batch (left padded, audio in order of appearance), on the model's device."""
         texts = [self.prompt_text(q, q.meta.get("answer_prefix", "") if answer_prefix else "") for q in queries]
-        audio = [p.clip.array for q in queries for p in q.parts if p.kind == "audio"]
+        audio = self.audio_arrays(queries)
         for q in queries:
             for p in q.parts:
                 if p.kind == "audio" and p.clip.sampling_rate != self.sampling_rate:
@@ -422,7 +439,6 @@ class HFAudioLM(ChoiceModel):
         inputs = self._input_processor(**kwargs)
         device = self.model.device
         dtype = self.model.dtype
-        self._batch_audio = audio
         return {k: (v.to(device=device, dtype=dtype) if v.is_floating_point() else v.to(device)) for k, v in inputs.items()}
 
     def prepare_clips(self, clips: list) -> None:
@@ -434,11 +450,17 @@ class HFAudioLM(ChoiceModel):
             if clip.sampling_rate == self.sampling_rate:  # encode() rejects the others, naming them
                 extractor.clip_features(clip.array, sampling_rate=self.sampling_rate)
 
-    def audio_cache(self, inputs: dict):
-        """Context of one model call on `inputs` (the latest `encode`): its clips' encoder outputs are cached."""
-        if self._audio_cache is None or not getattr(self, "_batch_audio", None):
+    @staticmethod
+    def audio_arrays(queries: list[ChoiceQuery]) -> list:
+        """The batch's clips in prompt order (the order of the processor's audio inputs)."""
+        return [p.clip.array for q in queries for p in q.parts if p.kind == "audio"]
+
+    def audio_cache(self, queries: list[ChoiceQuery], inputs: dict):
+        """Context of one model call on `inputs` (the `encode` of `queries`): its clips' encoder outputs are cached."""
+        audio = self.audio_arrays(queries)
+        if self._audio_cache is None or not audio:
             return contextlib.nullcontext()
-        return self._audio_cache.batch(self._batch_audio, inputs["input_ids"])
+        return self._audio_cache.batch(audio, inputs["input_ids"])
 
     # -------------------------------------------------------------- answering
 
@@ -453,7 +475,7 @@ class HFAudioLM(ChoiceModel):
         if self.do_sample:
             gen_kwargs["temperature"] = self.temperature
             torch.manual_seed(queries[0].seed % (2**63))
-        with torch.inference_mode(), last_position_head(self.model), self.audio_cache(inputs):
+        with torch.inference_mode(), last_position_head(self.model), self.audio_cache(queries, inputs):
             sequences = self.model.generate(**inputs, **gen_kwargs)
         if not isinstance(sequences, torch.Tensor):  # some models return (text_ids, audio)
             sequences = sequences[0] if isinstance(sequences, tuple) else sequences.sequences
@@ -479,7 +501,7 @@ class HFAudioLM(ChoiceModel):
 
         began = time.perf_counter()
         inputs = self.encode(queries, answer_prefix=True)
-        with torch.inference_mode(), self.audio_cache(inputs):
+        with torch.inference_mode(), self.audio_cache(queries, inputs):
             logits = self.last_logits(inputs).float()
         logprobs = torch.log_softmax(logits, dim=-1).cpu()
         elapsed = time.perf_counter() - began
