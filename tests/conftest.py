@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,19 @@ def model_responses_dir() -> Path:
     if not MODEL_RESPONSES_DIR.is_dir():
         pytest.fail(f"real model outputs missing at {MODEL_RESPONSES_DIR}")
     return MODEL_RESPONSES_DIR
+
+
+def writable_copy(dialogue_folder: Path, dest_root: Path) -> Path:
+    """A writable copy of a real dialogue folder at dest_root/<subscale slug>/<dialogue id> (the shared data is read-only)."""
+    folder = dest_root / dialogue_folder.parent.name / dialogue_folder.name
+    shutil.copytree(dialogue_folder, folder, copy_function=shutil.copyfile)
+    for path in folder.rglob("*"):
+        path.chmod(0o644 if path.is_file() else 0o755)
+    folder.chmod(0o755)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def copy_dialogue():
+    """`writable_copy`, for tests that damage a real dialogue."""
+    return writable_copy

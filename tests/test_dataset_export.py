@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import statistics
 from collections import Counter
 from collections import defaultdict
@@ -235,12 +234,10 @@ def test_push_plan_names_what_is_missing(tmp_path):
         plan_upload(tmp_path)
 
 
-def test_cli_build_reports_rejected_folders_and_strict_fails(real_raw_dir, tmp_path, capsys):
+def test_cli_build_reports_rejected_folders_and_strict_fails(real_raw_dir, tmp_path, capsys, copy_dialogue):
     raw = tmp_path / "raw"
     for meta in sorted(real_raw_dir.glob("*/*/metadata.json"))[:3]:
-        shutil.copytree(meta.parent, raw / meta.parent.parent.name / meta.parent.name, copy_function=shutil.copyfile)
-    for path in raw.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)  # the shared data is read-only
+        copy_dialogue(meta.parent, raw)
     broken = sorted(raw.glob("*/*"))[1]
     (broken / "audio" / "07.mp3").unlink()
 

@@ -20,13 +20,6 @@ BASE_SLUG = "self_expression_independence"
 BASE_ID = "20251208_215232_000054_09b6cb8e"
 
 
-def _copy_dialogue(real_raw_dir: Path, dest_root: Path, slug: str = BASE_SLUG, dialogue_id: str = BASE_ID) -> Path:
-    folder = dest_root / slug / dialogue_id
-    shutil.copytree(real_raw_dir / slug / dialogue_id, folder)
-    for path in folder.rglob("*"):
-        path.chmod(0o644 if path.is_file() else 0o755)  # the shared data is read-only
-    folder.chmod(0o755)
-    return folder
 
 
 def _edit_metadata(folder: Path, edit) -> None:
@@ -104,8 +97,8 @@ FAULTS = [
 
 
 @pytest.mark.parametrize(("fault", "mutate", "error", "words"), FAULTS, ids=[f[0] for f in FAULTS])
-def test_each_fault_yields_its_named_error(real_raw_dir, tmp_path, fault, mutate, error, words):
-    folder = _copy_dialogue(real_raw_dir, tmp_path)
+def test_each_fault_yields_its_named_error(real_raw_dir, tmp_path, copy_dialogue, fault, mutate, error, words):
+    folder = copy_dialogue(real_raw_dir / BASE_SLUG / BASE_ID, tmp_path)
     folder = mutate(folder) or folder
     with pytest.raises(error) as caught:
         raw.read_dialogue(folder)
@@ -115,8 +108,8 @@ def test_each_fault_yields_its_named_error(real_raw_dir, tmp_path, fault, mutate
     assert words in message, f"the error names the bad value ({words!r})"
 
 
-def test_unmodified_copy_is_valid(real_raw_dir, tmp_path):
-    folder = _copy_dialogue(real_raw_dir, tmp_path)
+def test_unmodified_copy_is_valid(real_raw_dir, tmp_path, copy_dialogue):
+    folder = copy_dialogue(real_raw_dir / BASE_SLUG / BASE_ID, tmp_path)
     dialogue = raw.read_dialogue(folder)
     assert dialogue.id == BASE_ID
     assert dialogue.fields["subscale"] == BASE_SLUG
@@ -127,8 +120,8 @@ def test_unmodified_copy_is_valid(real_raw_dir, tmp_path):
     assert dialogue.fields["duration_s"] == pytest.approx(sum(dialogue.clip_durations))
 
 
-def test_v2_metadata_fields_and_untrusted_audio_path(real_raw_dir, tmp_path):
-    folder = _copy_dialogue(real_raw_dir, tmp_path)
+def test_v2_metadata_fields_and_untrusted_audio_path(real_raw_dir, tmp_path, copy_dialogue):
+    folder = copy_dialogue(real_raw_dir / BASE_SLUG / BASE_ID, tmp_path)
 
     def to_v2(m):
         m["scenario"].update(scenario_valence="Conflict", target_social_intent="Hold the boundary kindly.")
@@ -145,8 +138,8 @@ def test_v2_metadata_fields_and_untrusted_audio_path(real_raw_dir, tmp_path):
     )
 
 
-def test_whitespace_layout_is_not_a_text_mismatch(real_raw_dir, tmp_path):
-    folder = _copy_dialogue(real_raw_dir, tmp_path)
+def test_whitespace_layout_is_not_a_text_mismatch(real_raw_dir, tmp_path, copy_dialogue):
+    folder = copy_dialogue(real_raw_dir / BASE_SLUG / BASE_ID, tmp_path)
     _edit_metadata(folder, lambda m: m["conversation"][0].update(text="  " + m["conversation"][0]["text"].replace(" ", "  ") + "\n"))
     raw.read_dialogue(folder)
 
@@ -157,13 +150,12 @@ def test_every_eq_scale_string_resolves(sub):
     assert subscale_from_eq_scale(f"  {sub.composite.name}   -  {sub.name} ") is sub
 
 
-def _three_dialogues(real_raw_dir: Path, root: Path) -> list[Path]:
-    picks = sorted(real_raw_dir.glob("*/*/metadata.json"))[:3]
-    return [_copy_dialogue(real_raw_dir, root, p.parent.parent.name, p.parent.name) for p in picks]
+def _three_dialogues(real_raw_dir: Path, root: Path, copy) -> list[Path]:
+    return [copy(p.parent, root) for p in sorted(real_raw_dir.glob("*/*/metadata.json"))[:3]]
 
 
-def test_default_build_skips_and_reports_faulty_folders(real_raw_dir, tmp_path):
-    folders = _three_dialogues(real_raw_dir, tmp_path / "raw")
+def test_default_build_skips_and_reports_faulty_folders(real_raw_dir, tmp_path, copy_dialogue):
+    folders = _three_dialogues(real_raw_dir, tmp_path / "raw", copy_dialogue)
     _garble_clip(folders[1])
     dataset, rejected = build_raw(tmp_path / "raw", cache_dir=tmp_path / "cache")
     assert len(dataset) == 2
@@ -174,15 +166,15 @@ def test_default_build_skips_and_reports_faulty_folders(real_raw_dir, tmp_path):
     assert [(r.folder, r.code) for r in rejected_again] == [(folders[1], "undecodable_clip")]
 
 
-def test_strict_build_fails_on_first_fault_with_named_error(real_raw_dir, tmp_path):
-    folders = _three_dialogues(real_raw_dir, tmp_path / "raw")
+def test_strict_build_fails_on_first_fault_with_named_error(real_raw_dir, tmp_path, copy_dialogue):
+    folders = _three_dialogues(real_raw_dir, tmp_path / "raw", copy_dialogue)
     _candidate_texts_differ(folders[2])
     with pytest.raises(raw.CandidateTextMismatchError, match=folders[2].name):
         build_raw(tmp_path / "raw", strict=True, cache_dir=tmp_path / "cache")
 
 
-def test_duplicate_ids_are_rejected(real_raw_dir, tmp_path):
-    folders = _three_dialogues(real_raw_dir, tmp_path / "raw")
+def test_duplicate_ids_are_rejected(real_raw_dir, tmp_path, copy_dialogue):
+    folders = _three_dialogues(real_raw_dir, tmp_path / "raw", copy_dialogue)
     twin = folders[0].parent / "copy_of_first"
     shutil.copytree(folders[0], twin)
     dialogues = list(raw.iter_dialogues(tmp_path / "raw", rejected=(rejected := [])))
@@ -190,8 +182,8 @@ def test_duplicate_ids_are_rejected(real_raw_dir, tmp_path):
     assert [(r.folder, r.code) for r in rejected] == [(twin, "duplicate_id")]
 
 
-def test_changed_raw_folder_is_rebuilt_not_served_stale(real_raw_dir, tmp_path):
-    folders = _three_dialogues(real_raw_dir, tmp_path / "raw")
+def test_changed_raw_folder_is_rebuilt_not_served_stale(real_raw_dir, tmp_path, copy_dialogue):
+    folders = _three_dialogues(real_raw_dir, tmp_path / "raw", copy_dialogue)
     first, _ = build_raw(tmp_path / "raw", cache_dir=tmp_path / "cache")
     shutil.rmtree(folders[0])
     second, _ = build_raw(tmp_path / "raw", cache_dir=tmp_path / "cache")
