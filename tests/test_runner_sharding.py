@@ -23,7 +23,7 @@ ACCELERATE = Path(sys.executable).with_name("accelerate")
 N = 6  # dialogues (three chunks of two at batch size 1: a kill lands between chunks)
 
 
-def _args(dataset: Path, out: Path) -> list[str]:
+def _args(dataset: Path, out: Path, *extra: str) -> list[str]:
     return [
         "--model", "qwen2.5-omni",
         "--model-args", "pretrained=tiny-random,max_new_tokens=48",
@@ -33,6 +33,7 @@ def _args(dataset: Path, out: Path) -> list[str]:
         "--batch-size", "1",
         "--n-bootstrap", "100",
         "--no-progress",
+        *extra,
     ]  # fmt: skip
 
 
@@ -67,7 +68,7 @@ def _stable(results: dict) -> dict:
     """results.json without what legitimately varies between runs (timings, process count, paths)."""
     drop = {"deployment", "num_processes", "git_hash"}
     out = {k: v for k, v in results.items() if k not in drop}
-    out["config"] = {k: v for k, v in results["config"].items() if k != "output_dir"}
+    out["config"] = {k: v for k, v in results["config"].items() if k not in ("output_dir", "prefetch")}
     return out
 
 
@@ -81,7 +82,8 @@ def single_process_run(real_raw_dir, tmp_path_factory):
 
 def test_two_cpu_processes_split_the_work_and_match_one(real_raw_dir, tmp_path, single_process_run):
     out = tmp_path / "two"
-    proc = subprocess.run(_launch(2) + _args(real_raw_dir, out), env=_env(), capture_output=True, text=True, timeout=600)
+    # with the GPU default of loading the next chunk in a background thread in each process
+    proc = subprocess.run(_launch(2) + _args(real_raw_dir, out, "--prefetch", "1"), env=_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     shards = {p.name: len(p.read_text().splitlines()) for p in (out / "shards").glob("rank*.jsonl")}
     assert shards == {"rank0.jsonl": N // 2, "rank1.jsonl": N - N // 2}  # each process did half, not all
@@ -94,7 +96,7 @@ def test_two_cpu_processes_split_the_work_and_match_one(real_raw_dir, tmp_path, 
 
 def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(real_raw_dir, tmp_path, single_process_run):
     out = tmp_path / "killed"
-    cmd = [sys.executable, str(RUN_PY), *_args(real_raw_dir, out)]
+    cmd = [sys.executable, str(RUN_PY), *_args(real_raw_dir, out, "--prefetch", "1")]  # killed with the loader thread busy too
     proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     shard = out / "shards" / "rank0.jsonl"
     deadline = time.monotonic() + 300
