@@ -6,6 +6,8 @@ import threading
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eval_scripts.prefetch import prefetched
 
@@ -77,3 +79,19 @@ def test_closing_early_stops_loading_and_leaves_no_thread():
     items.close()
     assert threading.active_count() == before
     assert len(loads.started) <= 4  # what was running or queued, not the remaining 96
+
+
+@given(n=st.integers(0, 12), depth=st.integers(0, 4), fail_at=st.one_of(st.none(), st.integers(0, 12)))
+@settings(max_examples=40)
+def test_loading_ahead_is_invisible_to_the_consumer(n, depth, fail_at):
+    """Whatever the depth: the same values in the same order as a plain loop, and a failure at the same place."""
+    loads = Loads(fail_on=fail_at)
+    got, error = [], None
+    try:
+        for value in prefetched(range(n), loads, depth=depth):
+            got.append(value)
+    except ValueError as exc:
+        error = str(exc)
+    stop = fail_at if fail_at is not None and fail_at < n else n
+    assert got == [f"loaded {i}" for i in range(stop)]
+    assert error == (f"cannot load item {fail_at}" if stop < n else None)
