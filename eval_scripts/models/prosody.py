@@ -23,17 +23,15 @@ deterministic. Features come from speecheq_dataset.acoustics.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
-import threading
 import time
-from collections import OrderedDict
 
 import numpy as np
 
 from eval_scripts.models.base import ChoiceModel, ChoiceQuery, Clip, ModelOutput, register
+from eval_scripts.models.memo import ClipMemo
 from speecheq_dataset import acoustics
 from speecheq_dataset.acoustics import ClipFeatures
 from speecheq_dataset.columns import TEST_TURNS
@@ -84,27 +82,13 @@ def choose_option(
     return (1 if first > second else 2), False
 
 
-class _FeatureCache:
-    """Features per distinct clip: the same clips recur across rounds, orders and runs (thread-safe)."""
-
-    def __init__(self, max_items: int = 8192):
-        self._items: OrderedDict[str, ClipFeatures] = OrderedDict()
-        self._max_items = max_items
-        self._lock = threading.Lock()
-
-    def get(self, clip: Clip) -> ClipFeatures:
-        samples = np.ascontiguousarray(clip.array, dtype=np.float32)
-        key = f"{clip.sampling_rate}:{hashlib.blake2b(samples.tobytes(), digest_size=16).hexdigest()}"
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        features = acoustics.clip_features(samples, clip.sampling_rate)  # outside the lock: the loader computes ahead
-        with self._lock:
-            self._items[key] = features
-            if len(self._items) > self._max_items:
-                self._items.popitem(last=False)
-        return features
+def _features(memo: ClipMemo, clip: Clip) -> ClipFeatures:
+    """A clip's delivery features, measured once per clip (the same clips recur across rounds, orders and runs)."""
+    known = memo.get(clip.array, clip.sampling_rate)
+    if known is None:
+        known = acoustics.clip_features(clip.array, clip.sampling_rate)
+        memo.put(clip.array, clip.sampling_rate, known)
+    return known
 
 
 def _profile(features: ClipFeatures) -> str:
@@ -125,7 +109,7 @@ class ProsodyBaseline(ChoiceModel):
         if unused:
             raise ValueError(f"prosody: unknown model args {sorted(unused)}; it takes only rule=")
         self.rule = rule
-        self._cache = _FeatureCache()
+        self._memo = ClipMemo()
         self._needs_catalyst_warned = False
 
     def describe(self) -> dict:
@@ -146,17 +130,17 @@ class ProsodyBaseline(ChoiceModel):
             needed |= {audio_column(turn - 1) for turn in TEST_TURNS}
         for clip in clips:
             if clip.column in needed:
-                self._cache.get(clip)
+                _features(self._memo, clip)
 
     def _answer(self, query: ChoiceQuery) -> ModelOutput:
         start = time.perf_counter()
-        options = (self._cache.get(query.options[0]), self._cache.get(query.options[1]))
+        options = (_features(self._memo, query.options[0]), _features(self._memo, query.options[1]))
         preceding = None
         if self.rule in CATALYST_RULES:
             if query.preceding is None and not self._needs_catalyst_warned:
                 logger.warning("prosody:%s: query %s has no preceding catalyst turn; the seed decides", self.rule, query.uid)
                 self._needs_catalyst_warned = True
-            preceding = self._cache.get(query.preceding) if query.preceding is not None else None
+            preceding = _features(self._memo, query.preceding) if query.preceding is not None else None
         choice, by_seed = choose_option(self.rule, options, preceding, query.seed)
         reasoning = f"rule {self.rule}" + (": undecidable, seed tie-break" if by_seed else "")
         text = json.dumps(
