@@ -157,11 +157,9 @@ def trim_silence(array: np.ndarray, sampling_rate: int, top_db: float = TRIM_TOP
 
 
 def _voiced_pitch(samples: np.ndarray) -> tuple[float, float]:
-    """(log-domain mean F0 over voiced frames, voiced fraction) of ANALYSIS_SR samples."""
+    """(log-domain mean F0 over voiced frames, voiced fraction) of ANALYSIS_SR samples at least FRAME_LENGTH long."""
     import librosa
 
-    if samples.size < FRAME_LENGTH:
-        samples = np.pad(samples, (0, FRAME_LENGTH - samples.size))
     f0 = librosa.yin(samples, fmin=PITCH_FMIN_HZ, fmax=PITCH_FMAX_HZ, sr=ANALYSIS_SR, frame_length=FRAME_LENGTH, hop_length=HOP_LENGTH)
     # yin always returns a period, even for noise or silence; a frame counts as
     # voiced only when the signal really repeats at that period and is not near-silent.
@@ -198,8 +196,9 @@ def clip_features(array: np.ndarray, sampling_rate: int) -> ClipFeatures:
         return ClipFeatures(0.0, float("nan"), 0.0, DB_FLOOR, 0.0, 0.0, tuple([0.0] * N_MFCC))
     rms = math.sqrt(float(np.mean(samples.astype(np.float64) ** 2)))
     rms_db = max(DB_FLOOR, 20.0 * math.log10(rms)) if rms > 0 else DB_FLOOR
-    pitch_hz, voiced_fraction = _voiced_pitch(samples)
+    # Clips shorter than one analysis frame are zero-padded to one (pitch, ZCR and spectrum alike).
     analysed = samples if samples.size >= FRAME_LENGTH else np.pad(samples, (0, FRAME_LENGTH - samples.size))
+    pitch_hz, voiced_fraction = _voiced_pitch(analysed)
     zcr = float(librosa.feature.zero_crossing_rate(analysed, frame_length=FRAME_LENGTH, hop_length=HOP_LENGTH).mean())
     spectrum = np.abs(librosa.stft(analysed, n_fft=FRAME_LENGTH, hop_length=HOP_LENGTH))
     centroid = float(librosa.feature.spectral_centroid(S=spectrum, sr=ANALYSIS_SR).mean())
