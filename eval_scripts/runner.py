@@ -442,9 +442,10 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
     accelerator.wait_for_everyone()
 
     ids = [str(i) for i in dataset["id"]]
+    known_ids = set(ids)  # a list lookup per shard record made resuming a large run quadratic
     previous = {}
     for record in store.read_shards(run_dir):
-        if record["id"] in ids and (record["status"] == "ok" or record["id"] not in previous):
+        if record["id"] in known_ids and (record["status"] == "ok" or record["id"] not in previous):
             previous[record["id"]] = record
     done = {i for i, r in previous.items() if r["status"] == "ok"}
     pending = [k for k, i in enumerate(ids) if i not in done]
