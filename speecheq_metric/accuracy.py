@@ -60,14 +60,14 @@ def score_choices(predictions: Sequence, references: Sequence) -> tuple[np.ndarr
     return pred == ref, pred == INVALID
 
 
-def _rates(correct: np.ndarray, invalid: np.ndarray) -> dict[str, float]:
-    """The five rates of one group of dialogues (n >= 1)."""
+def _rates(correct: np.ndarray, invalid: np.ndarray) -> dict[str, np.ndarray]:
+    """The five rates over the dialogues of (..., n, 2) arrays: one value per leading index (a 0-d array for one group)."""
     return {
-        "acc_turn4": float(correct[:, 0].mean()),
-        "acc_turn6": float(correct[:, 1].mean()),
-        "acc_all": float(correct.mean()),
-        "acc_traj": float(correct.all(axis=1).mean()),
-        "invalid_rate": float(invalid.mean()),
+        "acc_turn4": correct[..., 0].mean(axis=-1),
+        "acc_turn6": correct[..., 1].mean(axis=-1),
+        "acc_all": correct.mean(axis=(-2, -1)),
+        "acc_traj": correct.all(axis=-1).mean(axis=-1),
+        "invalid_rate": invalid.mean(axis=(-2, -1)),
     }
 
 
@@ -76,20 +76,13 @@ def _bootstrap_ci(correct: np.ndarray, invalid: np.ndarray, n_bootstrap: int, se
     n = len(correct)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_bootstrap, n))
-    c = correct[idx]  # (B, n, 2)
-    per_metric = {
-        "acc_turn4": c[:, :, 0].mean(axis=1),
-        "acc_turn6": c[:, :, 1].mean(axis=1),
-        "acc_all": c.mean(axis=(1, 2)),
-        "acc_traj": c.all(axis=2).mean(axis=1),
-        "invalid_rate": invalid[idx].mean(axis=(1, 2)),
-    }
+    per_metric = _rates(correct[idx], invalid[idx])  # (B, n, 2) -> B values per metric
     return {k: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] for k, v in per_metric.items()}
 
 
 def _group_metrics(correct: np.ndarray, invalid: np.ndarray, n_bootstrap: int, seed: int) -> dict:
     """Rates, count and (when asked) bootstrap intervals of one group."""
-    out: dict = _rates(correct, invalid)
+    out: dict = {k: float(v) for k, v in _rates(correct, invalid).items()}
     out["n_dialogues"] = int(len(correct))
     if n_bootstrap > 0:
         out["ci95"] = _bootstrap_ci(correct, invalid, n_bootstrap, seed)
