@@ -30,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
 def _rejection_report(rejected) -> str:
     lines = [f"Rejected {len(rejected)} dialogue folder(s):"]
     width = max(len(r.code) for r in rejected)
-    lines += [f"  {r.code:<{width}}  {r.folder}\n  {'':<{width}}  {r.message.split(': ', 2)[-1]}" for r in rejected]
+    lines += [f"  {r.code:<{width}}  {r.folder}\n  {'':<{width}}  {r.detail}" for r in rejected]
     return "\n".join(lines)
 
 

@@ -114,6 +114,11 @@ class Rejection:
     code: str
     message: str
 
+    @property
+    def detail(self) -> str:
+        """The fault alone: the message without the `<folder>: <code>: ` that RawDialogueError puts first."""
+        return self.message.removeprefix(f"{self.folder}: {self.code}: ")
+
 
 @dataclass(frozen=True)
 class RawDialogue:
