@@ -490,15 +490,21 @@ def ers_summary(turns: Sequence[TurnScores]) -> dict:
     """Corpus means: ECS, ESS, ERS over all turns; EBS over active turns only (None if none)."""
     if not turns:
         raise ValueError("no turn scores to summarise")
-    active = [t.ebs for t in turns if t.ebs_active]
+    ecs, ebs, n_active = _ecs_ebs_means(turns)
     return {
-        "ecs": float(np.mean([t.ecs for t in turns])),
-        "ebs": float(np.mean(active)) if active else None,
+        "ecs": ecs,
+        "ebs": ebs,
         "ess": float(np.mean([t.ess for t in turns])),
         "ers": float(np.mean([t.ers for t in turns])),
-        "ebs_active_turns": len(active),
+        "ebs_active_turns": n_active,
         "n_turns": len(turns),
     }
+
+
+def _ecs_ebs_means(turns: Sequence[TurnScores]) -> tuple[float, float | None, int]:
+    """Mean ECS over all turns, mean EBS over active turns only (None if none), and the active count."""
+    active = [t.ebs for t in turns if t.ebs_active]
+    return float(np.mean([t.ecs for t in turns])), (float(np.mean(active)) if active else None), len(active)
 
 
 # ----------------------------------------------------------------- cross-turn scores
@@ -570,9 +576,7 @@ def ers_dialogues(
     out = []
     for k, (start, end) in enumerate(spans):
         turns = turn_scores[start:end]
-        ct_ecs = float(np.mean([t.ecs for t in turns]))
-        active = [t.ebs for t in turns if t.ebs_active]
-        ct_ebs = float(np.mean(active)) if active else None
+        ct_ecs, ct_ebs, _ = _ecs_ebs_means(turns)  # CT-ECS / CT-EBS: the turn means, as in ers_summary
         if variant == "reference":
             if ct_ebs is not None:
                 w1, w2, w3 = params.ct_weights
