@@ -22,6 +22,11 @@ RUN_CONFIG = "run_config.json"
 SAMPLES_FILE = "samples.jsonl"
 
 
+def jsonl_line(record: dict) -> bytes:
+    """One record as a JSONL line; shards and samples.jsonl share it, so their lines are byte-identical."""
+    return json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+
+
 def shard_path(run_dir: Path, rank: int) -> Path:
     return Path(run_dir) / SHARDS_DIR / f"rank{rank}.jsonl"
 
@@ -99,8 +104,7 @@ class ShardWriter:
         self._handle = open(self.path, "ab")
 
     def append(self, record: dict) -> None:
-        line = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
-        self._handle.write(line)
+        self._handle.write(jsonl_line(record))
         self._handle.flush()
         os.fsync(self._handle.fileno())
 
@@ -121,7 +125,7 @@ def write_json_atomic(path: Path, obj: object) -> None:
 
 def write_jsonl_atomic(path: Path, records: list[dict]) -> None:
     """Write a whole JSONL file atomically."""
-    data = b"".join(json.dumps(r, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n" for r in records)
+    data = b"".join(jsonl_line(r) for r in records)
     write_bytes_atomic(Path(path), data)
 
 
