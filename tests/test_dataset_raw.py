@@ -20,8 +20,6 @@ BASE_SLUG = "self_expression_independence"
 BASE_ID = "20251208_215232_000054_09b6cb8e"
 
 
-
-
 def _edit_metadata(folder: Path, edit) -> None:
     path = folder / "metadata.json"
     metadata = json.loads(path.read_text())
