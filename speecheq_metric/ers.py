@@ -185,7 +185,7 @@ def as_vad(turn: TurnInput, *, name: str = "turn", finite: bool = True) -> np.nd
     lengths = {len(c) for c in cols}
     if len(lengths) != 1:
         raise ValueError(f"{name}: columns have different lengths {[len(c) for c in cols]}")
-    return _checked_vad(np.vstack(cols), name=name)
+    return _checked_vad(np.vstack(cols), name=name, finite=finite)
 
 
 # ----------------------------------------------------------------- DTW backends
