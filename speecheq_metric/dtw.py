@@ -72,15 +72,20 @@ def dtw_distance(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarra
     return float(dtw_kernel(x, y, np.empty(len(y), dtype=np.float64)))
 
 
+def _concat(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """1-D series laid end to end, and the offsets where each starts (plus the total length)."""
+    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+    np.cumsum([len(arr) for arr in arrays], out=offsets[1:])
+    return (np.concatenate(arrays) if arrays else np.zeros(0)), offsets
+
+
 def _flat_series(series: Sequence, label: str) -> tuple[np.ndarray, np.ndarray]:
     """Validate many series in bulk: one concatenated float64 array, offsets, one NaN check."""
     arrays = [np.asarray(x, dtype=np.float64) for x in series]
     for i, arr in enumerate(arrays):
         if arr.ndim != 1 or arr.size == 0:
             as_trajectory(arr, name=f"{label}[{i}]")  # raises with the reason
-    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
-    np.cumsum([arr.shape[0] for arr in arrays], out=offsets[1:])
-    flat = np.concatenate(arrays) if arrays else np.zeros(0)
+    flat, offsets = _concat(arrays)
     if not np.isfinite(flat).all():
         bad = int(np.flatnonzero(~np.isfinite(flat))[0])
         i = int(np.searchsorted(offsets, bad, side="right") - 1)
@@ -118,11 +123,7 @@ def dtw_many_checked(xs: list[np.ndarray], ys: list[np.ndarray]) -> np.ndarray:
     """dtw_many for series already validated as non-empty finite 1-D float64 arrays (no re-checking)."""
     if not xs:
         return np.zeros(0)
-    off_a = np.zeros(len(xs) + 1, dtype=np.int64)
-    off_b = np.zeros(len(ys) + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in xs], out=off_a[1:])
-    np.cumsum([len(y) for y in ys], out=off_b[1:])
-    return _many_from_flat(np.concatenate(xs), off_a, np.concatenate(ys), off_b)
+    return _many_from_flat(*_concat(xs), *_concat(ys))
 
 
 def fastdtw_distance(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, radius: int = 1) -> float:
