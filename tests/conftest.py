@@ -60,3 +60,20 @@ def writable_copy(dialogue_folder: Path, dest_root: Path) -> Path:
 def copy_dialogue():
     """`writable_copy`, for tests that damage a real dialogue."""
     return writable_copy
+
+
+@pytest.fixture(scope="module")
+def real_rows(real_raw_dir):
+    """The first four real dialogues with audio undecoded, as the runner holds them."""
+    from eval_scripts import runner
+
+    config = runner.RunConfig(model="random", output_dir="unused", dataset=str(real_raw_dir), limit=4)
+    return runner.load_dataset_rows(config)
+
+
+@pytest.fixture(scope="module")
+def dialogues(real_rows):
+    """`real_rows` decoded at 16 kHz, the models' rate."""
+    from eval_scripts import runner
+
+    return [runner.dialogue_from_row(real_rows[i], 16000) for i in range(len(real_rows))]

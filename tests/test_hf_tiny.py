@@ -16,17 +16,6 @@ from eval_scripts.prompts import load_template
 FAMILIES = ["qwen2.5-omni", "qwen3-omni", "qwen2-audio"]
 
 
-@pytest.fixture(scope="module")
-def real_rows(real_raw_dir):
-    config = runner.RunConfig(model="x", output_dir="unused", dataset=str(real_raw_dir), limit=4)
-    return runner.load_dataset_rows(config)
-
-
-@pytest.fixture(scope="module")
-def dialogues(real_rows):
-    return [runner.dialogue_from_row(real_rows[i], 16000) for i in range(len(real_rows))]
-
-
 @pytest.fixture(scope="module", params=FAMILIES)
 def tiny(request):
     return build_model(request.param, pretrained="tiny-random", max_new_tokens=6)

@@ -20,19 +20,7 @@ from eval_scripts.prompts import persona_names
 from eval_scripts.prompts import persona_text
 from speecheq_dataset.columns import CLIP_COLUMNS
 
-N_DIALOGUES = 4
-
-
-@pytest.fixture(scope="module")
-def real_rows(real_raw_dir):
-    """The first real dialogues, audio undecoded (as the runner holds them)."""
-    config = runner.RunConfig(model="random", output_dir="unused", dataset=str(real_raw_dir), limit=N_DIALOGUES)
-    return runner.load_dataset_rows(config)
-
-
-@pytest.fixture(scope="module")
-def dialogues(real_rows):
-    return [runner.dialogue_from_row(real_rows[i], 16000) for i in range(len(real_rows))]
+N_DIALOGUES = 4  # the conftest's real_rows
 
 
 def settings(**kw) -> protocol.ProtocolSettings:
