@@ -115,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    from speecheq_dataset.secrecy import install_log_scrubber
+
+    install_log_scrubber()  # no key the process reads may reach a log line
     config = config_from_args(args)
     try:
         results = run(config, progress=not args.no_progress)

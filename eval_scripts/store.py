@@ -3,7 +3,8 @@
 A finished dialogue is one JSON line appended to `shards/rank<k>.jsonl`, flushed
 and fsynced before the next one starts, so a SIGKILL loses at most the dialogue
 in flight. A torn last line (killed mid-write) is ignored on reading and cut off
-before the rank appends again.
+before the rank appends again. Everything written passes through
+`speecheq_dataset.secrecy.scrub_bytes`, so no key the process read reaches a file.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from speecheq_dataset.secrecy import scrub_bytes
+
 logger = logging.getLogger(__name__)
 
 SHARDS_DIR = "shards"
@@ -24,7 +27,7 @@ SAMPLES_FILE = "samples.jsonl"
 
 def jsonl_line(record: dict) -> bytes:
     """One record as a JSONL line; shards and samples.jsonl share it, so their lines are byte-identical."""
-    return json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+    return scrub_bytes(json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")) + b"\n"
 
 
 def shard_path(run_dir: Path, rank: int) -> Path:
@@ -120,7 +123,7 @@ class ShardWriter:
 
 def write_json_atomic(path: Path, obj: object) -> None:
     """Write JSON through a temp file + fsync + rename: readers see the old or the new file, never half."""
-    write_bytes_atomic(Path(path), (json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8"))
+    write_bytes_atomic(Path(path), scrub_bytes((json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")))
 
 
 def write_jsonl_atomic(path: Path, records: list[dict]) -> None:

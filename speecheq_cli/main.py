@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"speecheq: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    from speecheq_dataset.secrecy import install_log_scrubber
+
+    install_log_scrubber()  # no key the process reads may reach a log line
     module_name, function_name, _ = SUBCOMMANDS[command]
     run = getattr(importlib.import_module(module_name), function_name)
     return int(run(rest) or 0)

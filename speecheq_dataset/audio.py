@@ -6,7 +6,9 @@ WAV for the embedded sample); decoding happens here, once, with torchcodec.
 
 from __future__ import annotations
 
+import io
 import os
+import wave
 from pathlib import Path
 
 import numpy as np
@@ -75,3 +77,20 @@ def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
     import librosa
 
     return librosa.resample(samples, orig_sr=from_rate, target_sr=to_rate).astype(np.float32, copy=False)
+
+
+def encode_wav(array: np.ndarray, sampling_rate: int, target_rate: int | None = None) -> bytes:
+    """Mono 16-bit PCM WAV bytes, resampled to `target_rate` when given."""
+    samples = np.asarray(array, dtype=np.float32)
+    if samples.ndim != 1:
+        raise ValueError(f"encode_wav: expected mono samples, got shape {samples.shape}")
+    if target_rate:
+        samples, sampling_rate = resample(samples, sampling_rate, target_rate), target_rate
+    pcm = (np.clip(samples, -1.0, 1.0) * 32767.0).round().astype("<i2")
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(int(sampling_rate))
+        out.writeframes(pcm.tobytes())
+    return buffer.getvalue()

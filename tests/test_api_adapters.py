@@ -328,3 +328,68 @@ def test_a_local_compatible_server_needs_no_key(monkeypatch):
         assert model.describe()["label"] == "openai:Qwen/Qwen3-Omni-30B-A3B-Instruct"
     finally:
         fake.close()
+
+
+class DrippingServer:
+    """A loopback server that answers one byte every `interval` seconds: in the status line (`where="head"`) or the body."""
+
+    def __init__(self, where: str, interval: float = 0.3):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.where, self.interval, self.stop = where, interval, threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn):
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n"
+        try:
+            conn.recv(1 << 20)
+            if self.where == "body":
+                conn.sendall(head)
+            for byte in (head if self.where == "head" else b"{" + b" " * 3999):
+                if self.stop.is_set():
+                    break
+                conn.sendall(bytes([byte]))
+                time.sleep(self.interval)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+
+
+@pytest.mark.parametrize("where", ["head", "body"])
+def test_timeout_is_a_deadline_for_the_whole_attempt(where, monkeypatch):
+    # Issue 8.6: a server dripping a byte every 0.3 s used to hold one attempt ~25 s with timeout=2.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server = DrippingServer(where)
+    try:
+        model = build_model("openai", model="m", base_url=f"{server.url}/v1", max_attempts=2, backoff_base=0.001,
+                            backoff_max=0.002, timeout=1.0)
+        began = time.perf_counter()
+        out = model.generate([make_query(audio=False)])[0]  # text only: no resampler warm-up inside the timing
+        elapsed = time.perf_counter() - began
+    finally:
+        server.close()
+    assert out.text is None and "AttemptDeadlineError" in out.error and "gave up after 2 attempts" in out.error
+    assert elapsed < 2 * 1.0 + 1.0  # two attempts of one second each, plus slack
+
+
+def test_a_key_echoed_inside_a_200_answer_is_scrubbed_from_the_text(openai_server):
+    # Issue 8.14: a server that echoes the Authorization header in its reply.
+    name, spec, fake = openai_server
+    fake.script.append(json_answer({"choices": [{"message": {"content": f'You sent "Bearer {SENTINEL}". {{"selected": 1}}'}}]}))
+    out = build(name, spec, fake).generate([make_query()])[0]
+    assert out.error is None and SENTINEL not in out.text and "Bearer ***" in out.text

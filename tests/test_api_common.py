@@ -1,4 +1,4 @@
-"""Helpers shared by the API adapters: WAV encoding, Retry-After, backoff, scrubbing, cost, ordered concurrency."""
+"""Helpers shared by every HTTP API client (speecheq_dataset.http_api, .secrecy, .audio): WAV encoding, Retry-After, backoff, scrubbing, cost, ordered concurrency."""
 
 from __future__ import annotations
 
@@ -12,17 +12,15 @@ import wave
 import numpy as np
 import pytest
 
-from eval_scripts.models.api_common import (
-    RetryPolicy,
-    cost_usd,
-    encode_wav,
-    is_retryable_status,
-    map_in_order,
-    parse_retry_after,
-    read_api_key,
-    redact_url,
-    scrub,
-)
+from speecheq_dataset.audio import encode_wav
+from speecheq_dataset.http_api import RetryPolicy
+from speecheq_dataset.http_api import cost_usd
+from speecheq_dataset.http_api import is_retryable_status
+from speecheq_dataset.http_api import map_in_order
+from speecheq_dataset.http_api import parse_retry_after
+from speecheq_dataset.http_api import read_api_key
+from speecheq_dataset.http_api import redact_url
+from speecheq_dataset.secrecy import scrub
 
 
 def read_wav(data: bytes) -> tuple[np.ndarray, int, int, int]:

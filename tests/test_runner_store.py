@@ -53,3 +53,32 @@ def test_atomic_json_write_replaces_whole_files_and_leaves_no_temp(tmp_path):
         store.write_json_atomic(target, {"bad": object()})
     assert json.loads(target.read_text()) == {"b": [1, 2]}  # a failed write keeps the old file
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+@pytest.mark.parametrize("variable", ["OPENAI_API_KEY", "GEMINI_API_KEY", "HF_TOKEN", "MY_SERVER_KEY"])
+def test_no_secret_the_process_read_reaches_a_file(variable, tmp_path, monkeypatch):
+    # Issue 8.14: raw outputs, errors and configs are scrubbed of every secret value, whichever field holds it.
+    from speecheq_dataset.http_api import read_api_key
+
+    secret = f"sk-{variable.lower()}-7f3a9c"
+    monkeypatch.setenv(variable, secret)
+    read_api_key("MY_SERVER_KEY", required=False)  # a key read through api_key_env= joins the secret set
+    record = {"id": "d0", "raw": f"echo: Bearer {secret}", "error": f"HTTP 401 {secret}", "config": {"note": secret}}
+    with store.ShardWriter(tmp_path / "rank0.jsonl") as writer:
+        writer.append(record)
+    store.write_jsonl_atomic(tmp_path / "samples.jsonl", [record])
+    store.write_json_atomic(tmp_path / "results.json", {"failed": [record]})
+    for name in ("rank0.jsonl", "samples.jsonl", "results.json"):
+        text = (tmp_path / name).read_text()
+        assert secret not in text and "Bearer ***" in text
+
+
+def test_log_lines_are_scrubbed(monkeypatch):
+    import logging
+
+    from speecheq_dataset.secrecy import ScrubbingFilter
+
+    monkeypatch.setenv("HF_TOKEN", "hf_abcdefghijklmnop")
+    record = logging.LogRecord("x", logging.ERROR, __file__, 1, "token %s leaked", ("hf_abcdefghijklmnop",), None)
+    ScrubbingFilter().filter(record)
+    assert record.getMessage() == "token *** leaked"

@@ -1,190 +1,36 @@
-"""What the HTTP API adapters share: WAV encoding, keys, retries with backoff, concurrency, cost.
+"""What the HTTP API adapters share: one ChoiceModel body over speecheq_dataset.http_api.
 
 A failed query never raises out of `generate`: after a bounded number of
 attempts it becomes a ModelOutput with `error` set, and the run goes on
 (the runner reports it). The API key is read from the environment only, sent
-in a header, and scrubbed from every message this module produces.
+in a header, and scrubbed from every message this module produces (and, by the
+run's writers, from everything written).
 """
 
 from __future__ import annotations
 
 import base64
-import email.utils
-import io
 import logging
 import math
-import os
-import random
 import time
-import wave
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-
-import numpy as np
 
 from eval_scripts.models.base import ChoiceModel, ChoiceQuery, Clip, ModelOutput
-from speecheq_dataset.audio import resample
+from speecheq_dataset.audio import encode_wav
+from speecheq_dataset.http_api import ApiCallError
+from speecheq_dataset.http_api import RetryPolicy
+from speecheq_dataset.http_api import cost_usd
+from speecheq_dataset.http_api import map_in_order
+from speecheq_dataset.http_api import post_json
+from speecheq_dataset.http_api import read_api_key
+from speecheq_dataset.http_api import redact_url
+from speecheq_dataset.secrecy import scrub
 
 logger = logging.getLogger(__name__)
-
-REDACTED = "***"
-RETRYABLE_STATUS = frozenset({408, 409, 425, 429})  # plus every 5xx
-
-
-def encode_wav(array: np.ndarray, sampling_rate: int, target_rate: int | None = None) -> bytes:
-    """Mono 16-bit PCM WAV bytes, resampled to `target_rate` when given."""
-    samples = np.asarray(array, dtype=np.float32)
-    if samples.ndim != 1:
-        raise ValueError(f"encode_wav: expected mono samples, got shape {samples.shape}")
-    if target_rate:
-        samples, sampling_rate = resample(samples, sampling_rate, target_rate), target_rate
-    pcm = (np.clip(samples, -1.0, 1.0) * 32767.0).round().astype("<i2")
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(int(sampling_rate))
-        out.writeframes(pcm.tobytes())
-    return buffer.getvalue()
-
 
 def clip_to_base64_wav(clip: Clip, target_rate: int | None) -> str:
     """A clip as base64 WAV text, the form both APIs take inline."""
     return base64.b64encode(encode_wav(clip.array, clip.sampling_rate, target_rate)).decode("ascii")
-
-
-def read_api_key(env_var: str, *, required: bool) -> str | None:
-    """The key from environment variable `env_var`; a missing required key names the variable, never a value."""
-    key = os.environ.get(env_var, "").strip()
-    if not key and required:
-        raise ValueError(f"no API key: set the environment variable {env_var} (keys are read from the environment only)")
-    return key or None
-
-
-def scrub(text: str, secrets: list[str | None]) -> str:
-    """`text` with every secret replaced by ***."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
-    return text
-
-
-def redact_url(url: str) -> str:
-    """A URL without user:password@ credentials (base URLs go into results)."""
-    import httpx
-
-    parsed = httpx.URL(url)
-    if parsed.userinfo:
-        parsed = parsed.copy_with(username=None, password=None)
-    return str(parsed).rstrip("/")
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta seconds or an HTTP date); None when absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded retries: exponential backoff with jitter, Retry-After respected up to a cap."""
-
-    max_attempts: int = 6
-    backoff_base_s: float = 1.0
-    backoff_max_s: float = 60.0
-    retry_after_max_s: float = 300.0
-
-    def delay(self, attempt: int, retry_after: float | None = None, rng: random.Random | None = None) -> float:
-        """Seconds to sleep after failed attempt number `attempt` (1-based)."""
-        if retry_after is not None:
-            return min(retry_after, self.retry_after_max_s)
-        cap = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
-        # "Equal jitter": at least half the exponential step, so retries never bunch at ~0 s.
-        return cap / 2 + (rng or random).uniform(0, cap / 2)
-
-
-class ApiCallError(Exception):
-    """A query that failed for good (after retries, or at once for a non-retryable answer); message already scrubbed."""
-
-
-def is_retryable_status(status: int) -> bool:
-    return status in RETRYABLE_STATUS or 500 <= status <= 599
-
-
-def post_json(
-    client,
-    url: str,
-    *,
-    headers: dict[str, str],
-    body: dict,
-    policy: RetryPolicy,
-    secrets: list[str | None],
-    label: str,
-    sleep: Callable[[float], None] = time.sleep,
-) -> tuple[dict, float]:
-    """POST `body` as JSON with retries; returns (decoded JSON object, latency of the successful attempt in s).
-
-    Retries connection errors, timeouts, 408/409/425/429 and 5xx; other statuses and
-    bodies that are not a JSON object fail at once. Raises ApiCallError.
-    """
-    import httpx
-
-    last_problem = ""
-    for attempt in range(1, policy.max_attempts + 1):
-        retry_after = None
-        start = time.perf_counter()
-        try:
-            response = client.post(url, headers=headers, json=body)
-        except httpx.TransportError as exc:  # connection refused/reset, timeouts, protocol errors
-            last_problem = f"{type(exc).__name__}: {exc}"
-        else:
-            latency = time.perf_counter() - start
-            if response.status_code == 200:
-                try:
-                    decoded = response.json()
-                except ValueError:
-                    raise ApiCallError(scrub(f"{label}: malformed response body (not JSON): {response.text[:200]!r}", secrets)) from None
-                if not isinstance(decoded, dict):
-                    raise ApiCallError(scrub(f"{label}: malformed response body (not a JSON object): {response.text[:200]!r}", secrets))
-                return decoded, latency
-            last_problem = f"HTTP {response.status_code}: {response.text[:300]}"
-            if not is_retryable_status(response.status_code):
-                raise ApiCallError(scrub(f"{label}: {last_problem}", secrets))
-            retry_after = parse_retry_after(response.headers.get("retry-after"))
-        if attempt < policy.max_attempts:
-            wait = policy.delay(attempt, retry_after)
-            logger.info("%s: attempt %d/%d failed (%s); retrying in %.2f s", label, attempt, policy.max_attempts,
-                        scrub(last_problem, secrets)[:120], wait)
-            sleep(wait)
-    raise ApiCallError(scrub(f"{label}: gave up after {policy.max_attempts} attempts; last error: {last_problem}", secrets))
-
-
-def cost_usd(input_tokens: int | None, output_tokens: int | None, price_in: float | None, price_out: float | None) -> float | None:
-    """Cost of one call from token counts and prices in USD per 1M tokens; None when either is unknown."""
-    if price_in is None and price_out is None:
-        return None
-    if input_tokens is None or output_tokens is None:
-        return None
-    return (input_tokens * (price_in or 0.0) + output_tokens * (price_out or 0.0)) / 1_000_000
-
-
-def map_in_order(function: Callable, items: list, concurrency: int) -> list:
-    """function(item) for every item, at most `concurrency` at a time; results in input order."""
-    if concurrency <= 1 or len(items) <= 1:
-        return [function(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(concurrency, len(items))) as pool:
-        return list(pool.map(function, items))
 
 
 def _optional_float(value, name: str) -> float | None:
@@ -311,7 +157,7 @@ class HttpChoiceModel(ChoiceModel):
         try:
             self._check_parts(query)
             body, latency = post_json(self._http(), self.endpoint(), headers=self.auth_headers(), body=self.build_body(query),
-                                      policy=self.policy, secrets=secrets, label=f"{self.name} {query.uid}", sleep=self.sleep)
+                                      policy=self.policy, timeout_s=self.timeout, secrets=secrets, label=f"{self.name} {query.uid}", sleep=self.sleep)
             try:
                 text, tokens_in, tokens_out = self.parse_body(body)
             except (KeyError, IndexError, TypeError, ValueError) as exc:
@@ -322,7 +168,8 @@ class HttpChoiceModel(ChoiceModel):
         except Exception as exc:  # anything unexpected still must not kill the run, nor leak the key
             return ModelOutput(error=scrub(f"{self.name} {query.uid}: {type(exc).__name__}: {exc}", secrets),
                                latency_s=time.perf_counter() - start)
-        return ModelOutput(text=text, input_tokens=tokens_in, output_tokens=tokens_out, latency_s=latency,
+        # A server may echo the request (headers included) back in its answer.
+        return ModelOutput(text=scrub(text, secrets), input_tokens=tokens_in, output_tokens=tokens_out, latency_s=latency,
                            cost_usd=cost_usd(tokens_in, tokens_out, self.price_in, self.price_out))
 
     def generate(self, queries: list[ChoiceQuery]) -> list[ModelOutput]:
