@@ -145,7 +145,7 @@ def request_with_deadline(client, method: str, url: str, *, headers: dict[str, s
     return outcome["reply"]
 
 
-def post_json(
+def post_with_retries(
     client,
     url: str,
     *,
@@ -156,12 +156,12 @@ def post_json(
     secrets: list[str | None] = (),
     label: str,
     sleep: Callable[[float], None] = time.sleep,
-) -> tuple[dict, float]:
-    """POST `body` as JSON with retries; returns (decoded JSON object, latency of the successful attempt in s).
+) -> tuple[HttpReply, float]:
+    """POST `body` as JSON until a 200 answer; returns (that reply, latency of the successful attempt in s).
 
     Each attempt has a deadline of `timeout_s`. Retries connection errors, timeouts,
-    408/409/425/429 and 5xx; other statuses and bodies that are not a JSON object fail
-    at once. Raises ApiCallError with a scrubbed message.
+    408/409/425/429 and 5xx; other statuses fail at once. Raises ApiCallError with a
+    scrubbed message.
     """
     import httpx
 
@@ -175,9 +175,8 @@ def post_json(
         except (httpx.TransportError, AttemptDeadlineError) as exc:  # refused/reset connections, timeouts, protocol errors
             last_problem = f"{type(exc).__name__}: {exc}"
         else:
-            latency = time.perf_counter() - start
             if reply.status == 200:
-                return _json_object(reply, label, secrets), latency
+                return reply, time.perf_counter() - start
             last_problem = f"HTTP {reply.status}: {reply.text[:300]}"
             if not is_retryable_status(reply.status):
                 raise ApiCallError(scrub(f"{label}: {last_problem}", secrets))
@@ -188,6 +187,15 @@ def post_json(
                         scrub(last_problem, secrets)[:120], wait)
             sleep(wait)
     raise ApiCallError(scrub(f"{label}: gave up after {policy.max_attempts} attempts; last error: {last_problem}", secrets))
+
+
+def post_json(client, url: str, *, secrets: list[str | None] = (), label: str, **kwargs) -> tuple[dict, float]:
+    """`post_with_retries` for an API that answers a JSON object: returns (the decoded object, latency in s).
+
+    A 200 answer that is not a JSON object fails at once (ApiCallError).
+    """
+    reply, latency = post_with_retries(client, url, secrets=secrets, label=label, **kwargs)
+    return _json_object(reply, label, list(secrets)), latency
 
 
 def _json_object(reply: HttpReply, label: str, secrets: list[str | None]) -> dict:
@@ -211,9 +219,22 @@ def cost_usd(input_tokens: int | None, output_tokens: int | None, price_in: floa
     return (input_tokens * (price_in or 0.0) + output_tokens * (price_out or 0.0)) / 1_000_000
 
 
-def map_in_order(function: Callable, items: list, concurrency: int) -> list:
-    """function(item) for every item, at most `concurrency` at a time; results in input order."""
-    if concurrency <= 1 or len(items) <= 1:
-        return [function(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(concurrency, len(items))) as pool:
-        return list(pool.map(function, items))
+def map_in_order(function: Callable, items: list, concurrency: int, *, progress: str | None = None) -> list:
+    """function(item) for every item, at most `concurrency` at a time; results in input order.
+
+    `progress` names a tqdm bar counting finished items (None: no bar).
+    """
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(items), desc=progress, disable=progress is None, dynamic_ncols=True) as bar:
+        if concurrency <= 1 or len(items) <= 1:
+            results = []
+            for item in items:
+                results.append(function(item))
+                bar.update(1)
+            return results
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(items))) as pool:
+            futures = [pool.submit(function, item) for item in items]
+            for future in futures:
+                future.add_done_callback(lambda _: bar.update(1))
+            return [future.result() for future in futures]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import math
 import time
 from collections.abc import Callable
 
@@ -178,12 +177,3 @@ class HttpChoiceModel(ChoiceModel):
         if failed:
             logger.warning("%s: %d of %d queries failed (see their error fields)", self.name, failed, len(queries))
         return outputs
-
-
-def finite_or_none(value) -> int | None:
-    """A token count from a usage field (None when absent or not a number)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return int(value)
-    return None

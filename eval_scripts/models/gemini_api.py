@@ -12,8 +12,9 @@ max_tokens, send_seed, price_in / price_out, audio_sr (default 16000), text_only
 
 from __future__ import annotations
 
-from eval_scripts.models.api_common import HttpChoiceModel, clip_to_base64_wav, finite_or_none
+from eval_scripts.models.api_common import HttpChoiceModel, clip_to_base64_wav
 from eval_scripts.models.base import ChoiceQuery, register
+from speecheq_dataset.chat import token_count
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 
@@ -73,7 +74,7 @@ class GeminiModel(HttpChoiceModel):
         if not text and candidate.get("finishReason") not in (None, "STOP", "MAX_TOKENS"):
             raise ValueError(f"no text (finishReason {candidate.get('finishReason')})")
         usage = body.get("usageMetadata") or {}
-        tokens_in = finite_or_none(usage.get("promptTokenCount"))
-        answer, thoughts = finite_or_none(usage.get("candidatesTokenCount")), finite_or_none(usage.get("thoughtsTokenCount"))
+        tokens_in = token_count(usage.get("promptTokenCount"))
+        answer, thoughts = token_count(usage.get("candidatesTokenCount")), token_count(usage.get("thoughtsTokenCount"))
         tokens_out = None if answer is None and thoughts is None else (answer or 0) + (thoughts or 0)
         return text, tokens_in, tokens_out

@@ -15,10 +15,10 @@ tokens), audio_sr (default 24000), text_only, modalities (e.g. "text").
 
 from __future__ import annotations
 
-from eval_scripts.models.api_common import HttpChoiceModel, clip_to_base64_wav, finite_or_none
+from eval_scripts.models.api_common import HttpChoiceModel, clip_to_base64_wav
 from eval_scripts.models.base import ChoiceQuery, register
-
-OPENAI_BASE_URL = "https://api.openai.com/v1"
+from speecheq_dataset.chat import OPENAI_BASE_URL
+from speecheq_dataset.chat import reply_text
 
 
 def chat_messages(query: ChoiceQuery, audio_sr: int | None) -> list[dict]:
@@ -73,20 +73,7 @@ class OpenAIChatModel(HttpChoiceModel):
         return body
 
     def parse_body(self, body: dict) -> tuple[str, int | None, int | None]:
-        if "error" in body and "choices" not in body:
-            raise ValueError(f"error object in a 200 response: {body['error']}")
-        message = body["choices"][0]["message"]
-        content = message.get("content")
-        if isinstance(content, list):  # some compatible servers return content parts
-            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-        if content is None:
-            if message.get("refusal"):
-                raise ValueError(f"refusal: {message['refusal']}")
-            content = ""
-        if not isinstance(content, str):
-            raise TypeError(f"message content is {type(content).__name__}")
-        usage = body.get("usage") or {}
-        return content, finite_or_none(usage.get("prompt_tokens")), finite_or_none(usage.get("completion_tokens"))
+        return reply_text(body)
 
     def describe(self) -> dict:
         described = super().describe()
