@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     from eval_scripts.models.base import build_model
 
     n = args.dialogues
-    rows = runner.load_dataset_rows(runner.RunConfig(model="x", output_dir="unused", dataset=str(REAL_RAW_DIR), limit=n))
+    rows = runner.first_rows(runner.load_dataset_rows(runner.RunConfig(model="x", output_dir="unused", dataset=str(REAL_RAW_DIR))), n)
     model = build_model("qwen2.5-omni", pretrained="tiny-random", max_new_tokens=args.max_new_tokens)
     print(f"tiny Qwen2.5-Omni thinker ({model.describe()['parameters']:,} random weights), CPU, torch threads {torch.get_num_threads()}, "
           f"{n} real dialogues = {2 * n} queries, max_new_tokens {args.max_new_tokens}")

@@ -128,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     metrics = results["metrics"]
     if metrics is None:
-        print(f"no dialogue could be scored; see {Path(config.output_dir) / 'results.json'} (failed_dialogues)", file=sys.stderr)
+        first = results["failed_dialogues"][0]["error"] if results["failed_dialogues"] else "no dialogues"
+        print(f"speecheq eval: error: no dialogue could be scored (first failure: {first[:200]}); "
+              f"see {Path(config.output_dir) / 'results.json'} (failed_dialogues)", file=sys.stderr)
         return 1
     shown = {k: metrics[k] for k in FLAT_KEYS}
     print(f"{results['label']}: {json.dumps(shown)}")

@@ -39,7 +39,7 @@ from speecheq_dataset.columns import TONE_COLUMNS
 logger = logging.getLogger(__name__)
 
 SAMPLES_FILE = store.SAMPLES_FILE
-RESULTS_FILE = "results.json"
+RESULTS_FILE = store.RESULTS_FILE
 # Settings that may change between a run and its resumption without changing any answer.
 # (The dataset is identified by its content fingerprint, not by the path or Hub id it came from.)
 RESUMABLE_CHANGES = ("batch_size", "prefetch", "limit", "overwrite", "output_dir", "dataset")
@@ -231,15 +231,14 @@ def _answer(model: ChoiceModel, mode: str, batch: list[ChoiceQuery]) -> list[Mod
 
 def round_entry(query: ChoiceQuery, mode: str, output: ModelOutput, compute_s: float) -> dict:
     """What samples.jsonl keeps of one answered query."""
-    if mode == "logprob" and output.text is None:
+    if output.error:
+        choice, status, detail = None, "error", output.error
+    elif mode == "logprob" and output.text is None:
         choice = output.choice if output.choice in (1, 2) else None
-        status = "logprob" if choice else ("error" if output.error else "invalid")
-        detail = output.error or ""
+        status, detail = ("logprob" if choice else "invalid"), ""
     else:
         parsed = parse_answer(output.text)
         choice, status, detail = parsed.choice, parsed.status, parsed.detail
-        if output.error:
-            choice, status, detail = None, "error", output.error
     levels = query.meta["levels"]
     level = protocol.selected_level(levels, choice)
     return {
@@ -271,27 +270,43 @@ def evaluate_chunk(
     trajectories: list[protocol.Trajectory],
     batch_size: int,
 ) -> list[dict]:
-    """Both rounds of every trajectory of a chunk of dialogues; one record per dialogue."""
+    """Both rounds of every trajectory of a chunk of dialogues; one record per dialogue.
+
+    Nothing that goes wrong with one query (building it, the model, reading its answer)
+    escapes: it becomes that query's recorded error, and its dialogue fails by name.
+    """
     rounds: dict[tuple[str, str], list[dict]] = {(d.id, t.key): [] for d in dialogues for t in trajectories}
+    broken: dict[str, str] = {}  # dialogue id -> why its queries could not be built
     for round_ in (1, 2):
         for mode in sorted({t.mode for t in trajectories}):
             jobs = []
-            for dialogue in dialogues:
-                for traj in (t for t in trajectories if t.mode == mode):
-                    turn4 = None
-                    if round_ == 2:
-                        turn4 = protocol.context_level(settings, rounds[(dialogue.id, traj.key)][0]["selected_level"])
-                    jobs.append(protocol.build_query(settings, dialogue, round_, traj, turn4))
+            for dialogue in (d for d in dialogues if d.id not in broken):
+                try:
+                    dialogue_jobs = []
+                    for traj in (t for t in trajectories if t.mode == mode):
+                        turn4 = None
+                        if round_ == 2:
+                            turn4 = protocol.context_level(settings, rounds[(dialogue.id, traj.key)][0]["selected_level"])
+                        dialogue_jobs.append(protocol.build_query(settings, dialogue, round_, traj, turn4))
+                except Exception as exc:
+                    logger.exception("dialogue %s: cannot build its round-%d queries", dialogue.id, round_)
+                    broken[dialogue.id] = f"cannot build round {round_}: {type(exc).__name__}: {exc}"
+                    continue
+                jobs += dialogue_jobs
             for query, (output, share) in zip(jobs, call_model(model, mode, jobs, batch_size)):
                 key = (query.meta["dialogue_id"], query.meta["trajectory"])
-                rounds[key].append(round_entry(query, mode, output, share))
+                rounds[key].append(safe_round_entry(query, mode, output, share))
     records = []
     for dialogue in dialogues:
-        entries = [
+        record = {"id": dialogue.id, "subscale": dialogue.subscale, "status": "ok", "error": None, "trajectories": []}
+        if dialogue.id in broken:
+            record.update(status="failed", error=broken[dialogue.id])
+            records.append(record)
+            continue
+        record["trajectories"] = [
             {"mode": t.mode, "order": t.order, "run": t.run, "rounds": rounds[(dialogue.id, t.key)]} for t in trajectories
         ]
-        errors = [rnd for e in entries for rnd in e["rounds"] if rnd["error"]]
-        record = {"id": dialogue.id, "subscale": dialogue.subscale, "status": "ok", "error": None, "trajectories": entries}
+        errors = [rnd for e in record["trajectories"] for rnd in e["rounds"] if rnd["error"]]
         if errors:
             record["status"] = "failed"
             record["error"] = f"model error on {errors[0]['uid']}: {errors[0]['error']}"
@@ -302,6 +317,17 @@ def evaluate_chunk(
             }
         records.append(record)
     return records
+
+
+def safe_round_entry(query: ChoiceQuery, mode: str, output: ModelOutput, compute_s: float) -> dict:
+    """round_entry, or, if reading this one answer fails in any way, the same entry recording that error."""
+    try:
+        return round_entry(query, mode, output, compute_s)
+    except Exception as exc:
+        logger.exception("query %s: cannot read the model's answer", query.uid)
+        failed = ModelOutput(text=output.text if isinstance(output.text, str) else None, latency_s=output.latency_s,
+                             error=f"cannot read the answer: {type(exc).__name__}: {exc}")
+        return round_entry(query, mode, failed, compute_s)
 
 
 def _levels_of(votes: list[int]) -> list[str | None]:
@@ -346,6 +372,7 @@ def prepare_run_dir(run_dir: Path, ident: dict, overwrite: bool, is_main: bool) 
         for name in (SAMPLES_FILE, RESULTS_FILE, store.RUN_CONFIG):
             (run_dir / name).unlink(missing_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
+    store.remove_stale_temporaries(run_dir)
     store.write_json_atomic(config_path, ident)
 
 
@@ -398,7 +425,7 @@ def loading_depth(config: RunConfig, device) -> int:
 
 
 def load_dataset_rows(config: RunConfig):
-    """The dataset with audio left undecoded (the runner decodes per dialogue, at the model's rate)."""
+    """The dataset with audio left undecoded (the runner decodes per dialogue, at the model's rate); --limit not applied."""
     import datasets
 
     from speecheq_dataset.loading import load_speecheq
@@ -406,9 +433,12 @@ def load_dataset_rows(config: RunConfig):
     ds = load_speecheq(config.dataset)
     for column in CLIP_COLUMNS:
         ds = ds.cast_column(column, datasets.Audio(decode=False))
-    if config.limit is not None:
-        ds = ds.select(range(min(config.limit, len(ds))))
     return ds
+
+
+def first_rows(dataset, limit: int | None):
+    """The first `limit` rows (all when None)."""
+    return dataset if limit is None else dataset.select(range(min(limit, len(dataset))))
 
 
 def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, progress: bool = True) -> dict | None:
@@ -434,9 +464,9 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
     check_model(model, config)
     if dataset is None:
         dataset = load_dataset_rows(config)
-    elif config.limit is not None:
-        dataset = dataset.select(range(min(config.limit, len(dataset))))
+    # The whole dataset's fingerprint, taken before --limit: a run extended to more dialogues is the same run.
     fingerprint = dataset_fingerprint(dataset)
+    dataset = first_rows(dataset, config.limit)
     ident = identity(config, fingerprint, the_prompt_hash)
     prepare_run_dir(run_dir, ident, config.overwrite, is_main)
     accelerator.wait_for_everyone()

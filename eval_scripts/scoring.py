@@ -124,8 +124,8 @@ def summarise(
     """The metric part of results.json from finished (status ok) records, first mode primary."""
     ok = [r for r in records if r["status"] == "ok"]
     out: dict = {"n_dialogues_ok": len(ok), "n_dialogues_failed": len(records) - len(ok)}
-    if not ok:
-        out.update(metrics=None, per_subscale={}, per_composite={})
+    if not ok:  # every dialogue failed: the same keys, nothing to score
+        out.update(metrics=None, per_subscale={}, per_composite={}, parse_status={}, deployment=deployment([], price_in, price_out))
         return out
     by_mode = {}
     for mode in modes:

@@ -16,6 +16,8 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from speecheq_dataset.files import stale_temporaries
+from speecheq_dataset.files import write_bytes_atomic
 from speecheq_dataset.secrecy import scrub_bytes
 
 logger = logging.getLogger(__name__)
@@ -23,6 +25,9 @@ logger = logging.getLogger(__name__)
 SHARDS_DIR = "shards"
 RUN_CONFIG = "run_config.json"
 SAMPLES_FILE = "samples.jsonl"
+RESULTS_FILE = "results.json"
+# Files written whole through write_bytes_atomic (a kill mid-write can leave their temporaries).
+ATOMIC_FILES = (SAMPLES_FILE, RESULTS_FILE, RUN_CONFIG)
 
 
 def jsonl_line(record: dict) -> bytes:
@@ -104,7 +109,7 @@ class ShardWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         repair_tail(self.path)
-        self._handle = open(self.path, "ab")
+        self._handle = open(self.path, "ab")  # plain open(): the usual mode under the umask
 
     def append(self, record: dict) -> None:
         self._handle.write(jsonl_line(record))
@@ -132,20 +137,10 @@ def write_jsonl_atomic(path: Path, records: list[dict]) -> None:
     write_bytes_atomic(Path(path), data)
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+def remove_stale_temporaries(run_dir: Path) -> list[Path]:
+    """Delete the temporaries an interrupted atomic write left in a run directory; returns them."""
+    stale = stale_temporaries(run_dir, ATOMIC_FILES)
+    for path in stale:
+        path.unlink(missing_ok=True)
+        logger.info("removed %s, left by an interrupted write", path)
+    return stale

@@ -68,7 +68,7 @@ def real_rows(real_raw_dir):
     from eval_scripts import runner
 
     config = runner.RunConfig(model="random", output_dir="unused", dataset=str(real_raw_dir), limit=4)
-    return runner.load_dataset_rows(config)
+    return runner.first_rows(runner.load_dataset_rows(config), config.limit)
 
 
 @pytest.fixture(scope="module")

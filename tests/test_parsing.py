@@ -118,3 +118,65 @@ def test_text_without_an_option_digit_never_yields_a_choice(text):
 def test_json_answer_survives_surrounding_prose(choice, form, before, after, reasoning):
     answer = json.dumps({"reasoning": reasoning, "selected": form.format(choice)})
     assert parse_choice(f"{before}\n{answer}\n{after}") == choice
+
+
+# Issue 8, items 4 and 9-13: inputs that used to raise or to be guessed.
+NEVER_RAISE = [
+    '{{"selected": "Option 1"}}',  # TypeError from ast.literal_eval (a dict inside a set)
+    "{{}}",
+    "{[]: 1}",
+    '{"selected": ' + "[" * 2000 + "]" * 2000 + "}",  # RecursionError in the JSON decoder
+    '{"a": ' + "{" * 2000 + "}" * 2000 + "}",
+    '{"selected": 1' + "7" * 5000 + "}",  # more digits than int() converts
+    '"selected": 1' + "7" * 5000,
+    "{" * 5000,
+    "\x00{\ud800}",
+]
+
+
+@pytest.mark.parametrize("text", NEVER_RAISE)
+def test_hostile_answers_return_instead_of_raising(text):
+    from eval_scripts.parsing import _parse
+
+    parsed = _parse(text)  # the rules themselves, not parse_answer's safety net
+    assert parsed.choice in (1, 2, None) and parsed.status in ("json", "recovered", "bare", "invalid", "empty")
+
+
+AMBIGUOUS = [
+    ('{"selected": "Option 1", "selected": "Option 2"}', "conflicting"),  # 8.9: the last duplicate used to win
+    ('{"selected": "Option 1", "SELECTED": "Option 2"}', "conflicting"),  # 8.10: the first spelling used to win
+    ('{"selected": "Option 1", "selected ": "Option 2"}', "conflicting"),
+    ('```json\n{"selected": "Option 1"}\n```\nActually, on reflection: {"selected": "Option 2"}', "conflicting"),  # 8.11
+    ('If I answered "selected": "Option 1" that would be wrong. I choose Option 2.', "no JSON object"),  # 8.12
+    ('{"selected": ١}', "not an option"),  # 8.13: non-ASCII digits name nothing, quoted or not
+    ('{"selected": "١"}', "not an option"),
+    ('{"selected": "１"}', "not an option"),
+    ("{'selected': '٢'}", "not an option"),
+    ('{"reasoning": "cut off "here", "selected": ٢', "not an option"),
+]
+
+
+@pytest.mark.parametrize("text, why", AMBIGUOUS)
+def test_ambiguous_answers_are_never_guessed_and_say_why(text, why):
+    parsed = parse_answer(text)
+    assert parsed.choice is None and parsed.status == "invalid"
+    assert why in parsed.detail
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"selected": "Option 2", "SELECTED": "option2"}', 2),  # repeated keys that agree are no conflict
+    ('```json\n{"selected": "Option 1"}\n```\nSo: {"selected": "1"}', 1),  # a fenced and an unfenced object that agree
+    ('{"reasoning": "the "firm" one", "selected": "Option 1"', 1),  # cut off before the closing brace
+])
+def test_agreeing_or_cut_off_answers_are_still_read(text, expected):
+    assert parse_choice(text) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=300) | st.text(alphabet='{}[]"\':,12 selectedOption\\`\n', max_size=300))
+def test_any_text_parses_to_one_two_or_none_without_raising(text):
+    from eval_scripts.parsing import ParsedChoice
+    from eval_scripts.parsing import _parse
+
+    parsed = _parse(text) if text.strip() else parse_answer(text)  # the rules themselves, not the safety net
+    assert isinstance(parsed, ParsedChoice) and parsed.choice in (1, 2, None)
