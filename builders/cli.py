@@ -14,11 +14,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="raw generator output -> Hub dataset repository folder")
     build.add_argument("raw_dir", metavar="RAW_DIR", help="folder of <subscale_slug>/<dataset_id>/metadata.json + audio/01..08")
-    build.add_argument("out_dir", metavar="OUT_DIR", help="export folder (README.md + data/*.parquet); replaced if it is an export")
+    build.add_argument("out_dir", metavar="OUT_DIR", help="export folder (README.md + data/*.parquet): new or empty, or an earlier export with --overwrite")
     build.add_argument("--strict", action="store_true", help="fail on the first faulty dialogue folder instead of skipping it")
+    build.add_argument("--overwrite", action="store_true", help="replace an earlier SpeechEQ export at OUT_DIR (nothing else is ever replaced)")
     build.add_argument("--max-shard-mb", type=int, default=256, help="upper bound of one parquet shard (MB, default 256)")
     sample = sub.add_parser("sample", help="render the embedded sample (espeak-ng, offline) and export it")
     sample.add_argument("out_dir", metavar="OUT_DIR")
+    sample.add_argument("--overwrite", action="store_true", help="replace an earlier SpeechEQ export at OUT_DIR (nothing else is ever replaced)")
     push = sub.add_parser("push", help="upload an exported folder to a Hub dataset repo (token from HF_TOKEN)")
     push.add_argument("out_dir", metavar="OUT_DIR")
     push.add_argument("--repo-id", required=True, help="e.g. SpeechEQ/SpeechEQ")
@@ -34,9 +36,18 @@ def _rejection_report(rejected) -> str:
     return "\n".join(lines)
 
 
+def _one_line(exc: BaseException, args) -> str:
+    """The error as one line: a full disk or file-size limit named with its path, else the message's first line."""
+    from speecheq_dataset.files import describe_write_error
+
+    reason = describe_write_error(exc, getattr(args, "out_dir", None))
+    return reason or (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `speecheq dataset ...`; returns the exit status."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    from speecheq_dataset.files import describe_write_error
     from speecheq_dataset.raw import RawDialogueError
 
     from .export import build_export
@@ -48,12 +59,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "build":
             if args.max_shard_mb <= 0:
                 raise ValueError(f"--max-shard-mb must be positive, got {args.max_shard_mb}")
-            result = build_export(args.raw_dir, args.out_dir, strict=args.strict, max_shard_bytes=args.max_shard_mb * 2**20)
+            result = build_export(args.raw_dir, args.out_dir, strict=args.strict, overwrite=args.overwrite,
+                                  max_shard_bytes=args.max_shard_mb * 2**20)
             print(summarize(result))
             if result.rejected:
                 print(_rejection_report(result.rejected), file=sys.stderr)
         elif args.command == "sample":
-            print(summarize(export_sample(args.out_dir)))
+            print(summarize(export_sample(args.out_dir, overwrite=args.overwrite)))
         elif args.command == "push":
             plan = push_folder(args.out_dir, args.repo_id, dry_run=args.dry_run, private=args.private)
             verb = "Would upload" if args.dry_run else "Uploaded"
@@ -64,8 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     except RawDialogueError as exc:
         print(f"speecheq dataset {args.command}: rejected (strict): {exc}", file=sys.stderr)
         return 1
-    except (OSError, ValueError, PermissionError, RuntimeError) as exc:
-        print(f"speecheq dataset {args.command}: error: {exc}", file=sys.stderr)
+    except (OSError, ValueError, RuntimeError) as exc:
+        print(f"speecheq dataset {args.command}: error: {_one_line(exc, args)}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # e.g. datasets' DatasetGenerationError around a failed write
+        reason = describe_write_error(exc, args.out_dir)
+        if reason is None:
+            raise
+        print(f"speecheq dataset {args.command}: error: {reason}", file=sys.stderr)
         return 1
     return 0
 

@@ -5,12 +5,18 @@ are cut at a bounded size, and use small row groups so streaming readers hold
 only a few dialogues' audio at a time. The card's statistics are computed from
 the rows being exported. The folder is written next to its destination and
 renamed into place, so a crash never leaves a half export.
+
+An export is never written over anything it cannot prove it wrote: every export
+leaves a marker file listing its files, and a destination that holds anything
+else is refused by name. Replacing an earlier export needs `overwrite=True`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import shutil
 import statistics
 import tempfile
@@ -30,6 +36,7 @@ from tqdm.auto import tqdm
 from speecheq_dataset.builder import CITATION
 from speecheq_dataset.builder import LICENSE
 from speecheq_dataset.columns import CLIP_COLUMNS
+from speecheq_dataset.files import make_temp_dir
 from speecheq_dataset.raw import Rejection
 from speecheq_dataset.schema import COLUMN_DOCS
 from speecheq_dataset.schema import FEATURES
@@ -45,7 +52,18 @@ DEFAULT_MAX_SHARD_BYTES = 256 * 1024 * 1024
 # ~8 clips x 100-200 kB per dialogue: 16 dialogues is a row group of a few tens of MB.
 DEFAULT_ROWS_PER_GROUP = 16
 NO_VALENCE = "(none, v1)"
-EXPORT_MARKER = "data"
+DATA_DIR = "data"
+CARD_FILE = "README.md"
+# Written by every export, listing its files; stays local (push uploads only UPLOAD_PATTERNS).
+MARKER_FILE = ".speecheq-export.json"
+MARKER_FORMAT = "speecheq-export/1"
+# A file the user may add to an export for the Hub; kept across a replacement, never deleted.
+KEPT_FILES = (".gitattributes",)
+SHARD_NAME = re.compile(rf"^{SPLIT}-\d{{5}}-of-\d{{5}}\.parquet$")
+
+
+class ExportDestinationError(ValueError):
+    """The export's destination holds something the export did not write, or an export that needs --overwrite."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +94,7 @@ class ExportResult:
     files: list[Path]
     stats: Statistics
     rejected: list[Rejection] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # things in the raw folder that were passed over
 
     @property
     def size_bytes(self) -> int:
@@ -222,26 +241,113 @@ chance; report a prosody-shortcut baseline next to every model.
     return _yaml_header(stats, split_bytes, download_bytes, pretty_name) + body
 
 
-def _replace_dir(tmp: Path, out_dir: Path) -> None:
-    # Swap the finished export into place; an older export is removed only after the new one is in.
-    old = None
-    if out_dir.exists():
-        old = out_dir.with_name(f".old-{out_dir.name}-{os.getpid()}")
-        os.rename(out_dir, old)
+def _listed_files(out_dir: Path) -> set[str] | None:
+    """The files a folder's export marker lists (relative paths), or None when there is no readable marker."""
+    try:
+        marker = json.loads((out_dir / MARKER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(marker, dict) or marker.get("format") != MARKER_FORMAT or not isinstance(marker.get("files"), list):
+        return None
+    return {f for f in marker["files"] if isinstance(f, str)}
+
+
+def foreign_entries(out_dir: Path) -> list[str]:
+    """What in out_dir a SpeechEQ export did not write (relative paths); everything when it has no marker."""
+    listed = _listed_files(out_dir)
+    entries = sorted(p.name for p in out_dir.iterdir())
+    if listed is None:  # name the files themselves, not just the folders holding them
+        return sorted(p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*") if not p.is_dir() or not any(p.iterdir()))
+    foreign = []
+    for name in entries:
+        path = out_dir / name
+        if name in (MARKER_FILE, *KEPT_FILES) and path.is_file() and not path.is_symlink():
+            continue
+        if name == CARD_FILE and name in listed and path.is_file() and not path.is_symlink():
+            continue
+        if name == DATA_DIR and path.is_dir() and not path.is_symlink():
+            for shard in sorted(path.iterdir()):
+                relative = f"{DATA_DIR}/{shard.name}"
+                ours = SHARD_NAME.match(shard.name) and relative in listed and shard.is_file() and not shard.is_symlink()
+                if not ours:
+                    foreign.append(relative)
+            continue
+        foreign.append(name)
+    return foreign
+
+
+def _contains(outer: Path, inner: Path) -> bool:
+    return outer == inner or outer in inner.parents
+
+
+def check_destination(out_dir: Path, *, overwrite: bool, sources: tuple[Path, ...] = ()) -> None:
+    """Refuse a destination the export may not write: a file, a link, a folder holding or inside a source, or one with foreign files.
+
+    An earlier export of ours is replaced only with `overwrite`.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.is_symlink():
+        raise ExportDestinationError(f"export destination {out_dir} is a symbolic link; give the real folder")
+    resolved = out_dir.resolve()
+    for source in sources:
+        source = Path(source).resolve()
+        if _contains(resolved, source):
+            raise ExportDestinationError(f"export destination {out_dir} contains the source folder {source}; choose another destination")
+        if _contains(source, resolved):
+            raise ExportDestinationError(f"export destination {out_dir} is inside the source folder {source}; choose another destination")
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise ExportDestinationError(f"export destination {out_dir} is a file")
+    if not any(out_dir.iterdir()):
+        return
+    foreign = foreign_entries(out_dir)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise ExportDestinationError(
+            f"export destination {out_dir} holds files a SpeechEQ export did not write ({shown}); choose an empty or new folder"
+        )
+    if not overwrite:
+        raise ExportDestinationError(f"export destination {out_dir} already holds a SpeechEQ export; pass --overwrite to replace it")
+
+
+def _remove_export(folder: Path) -> None:
+    """Delete an old export's own files (as its marker lists them), then its folders if that left them empty."""
+    listed = _listed_files(folder) or set()
+    for relative in sorted(listed | {MARKER_FILE}):
+        path = folder / relative
+        if path.is_file() and not path.is_symlink():
+            path.unlink()
+    for directory in (folder / DATA_DIR, folder):
+        try:
+            directory.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            logger.warning("left %s in place: it holds files the old export did not write", directory)
+
+
+def _swap_into_place(tmp: Path, out_dir: Path) -> None:
+    """Move the finished export to out_dir; an old export there is removed only after the new one is in."""
+    if not out_dir.exists():
+        os.rename(tmp, out_dir)
+        return
+    for name in KEPT_FILES:  # the user's own additions move into the new export
+        if (out_dir / name).is_file():
+            os.rename(out_dir / name, tmp / name)
+    if not any(out_dir.iterdir()):
+        os.rename(tmp, out_dir)  # rename(2) replaces an empty folder
+        return
+    old = out_dir.with_name(f".old-{out_dir.name}-{os.getpid()}")
+    os.rename(out_dir, old)
     os.rename(tmp, out_dir)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    _remove_export(old)
 
 
-def _check_destination(out_dir: Path) -> None:
-    if out_dir.exists():
-        if not out_dir.is_dir():
-            raise NotADirectoryError(f"export destination {out_dir} is a file")
-        entries = {p.name for p in out_dir.iterdir()}
-        if entries and not (entries <= {"README.md", EXPORT_MARKER, ".gitattributes"}):
-            raise FileExistsError(
-                f"export destination {out_dir} is not empty and not a previous export (found {sorted(entries)[:5]})"
-            )
+def _write_marker(folder: Path, files: list[Path], dialogues: int) -> None:
+    listing = sorted(f.relative_to(folder).as_posix() for f in files)
+    payload = {"format": MARKER_FORMAT, "dialogues": dialogues, "files": listing}
+    (folder / MARKER_FILE).write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
 
 
 def write_shards(
@@ -295,32 +401,45 @@ def export_hub_folder(
     ds: datasets.Dataset,
     out_dir: str | os.PathLike,
     *,
+    overwrite: bool = False,
+    sources: tuple[str | os.PathLike, ...] = (),
     rejected: list[Rejection] | None = None,
+    warnings: list[str] | None = None,
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
     rows_per_group: int = DEFAULT_ROWS_PER_GROUP,
     pretty_name: str = "SpeechEQ",
     source_note: str = "",
 ) -> ExportResult:
-    """Write ds as a Hub dataset repository folder at out_dir (replacing a previous export there)."""
+    """Write ds as a Hub dataset repository folder at out_dir.
+
+    out_dir must be new, empty, or (with `overwrite`) an earlier SpeechEQ export; `sources`
+    are folders the export must neither contain nor sit inside (the raw data it reads).
+    """
     out_dir = Path(out_dir)
     if len(ds) == 0:
         raise ValueError(f"nothing to export to {out_dir}: the dataset has no rows")
-    _check_destination(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    check_destination(out_dir, overwrite=overwrite, sources=tuple(Path(s) for s in sources))
     stats = dataset_statistics(ds)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{out_dir.name}-", dir=out_dir.parent))
+    tmp = make_temp_dir(out_dir, prefix=f".tmp-{out_dir.name}-")
     try:
-        shards = write_shards(ds, tmp / EXPORT_MARKER, max_shard_bytes=max_shard_bytes, rows_per_group=rows_per_group)
+        try:
+            shards = write_shards(ds, tmp / DATA_DIR, max_shard_bytes=max_shard_bytes, rows_per_group=rows_per_group)
+        except OSError as exc:
+            if exc.filename is not None:
+                raise
+            raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(tmp / DATA_DIR)) from exc
         download_bytes = sum(s.stat().st_size for s in shards)
         split_bytes = sum(_uncompressed_bytes(s) for s in shards)
         card = card_text(stats, split_bytes, download_bytes, pretty_name=pretty_name, source_note=source_note)
-        (tmp / "README.md").write_text(card, encoding="utf-8")
-        _replace_dir(tmp, out_dir)
+        (tmp / CARD_FILE).write_text(card, encoding="utf-8")
+        _write_marker(tmp, [tmp / CARD_FILE, *shards], stats.dialogues)
+        check_destination(out_dir, overwrite=overwrite)  # again: the folder may have changed while we wrote
+        _swap_into_place(tmp, out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    files = [out_dir / "README.md", *sorted((out_dir / EXPORT_MARKER).glob("*.parquet"))]
+    files = [out_dir / CARD_FILE, *sorted((out_dir / DATA_DIR).glob("*.parquet"))]
     logger.info("exported %d dialogues to %s (%d files)", stats.dialogues, out_dir, len(files))
-    return ExportResult(out_dir, files, stats, list(rejected or []))
+    return ExportResult(out_dir, files, stats, list(rejected or []), list(warnings or []))
 
 
 def _uncompressed_bytes(path: Path) -> int:
@@ -333,20 +452,32 @@ def build_export(
     out_dir: str | os.PathLike,
     *,
     strict: bool = False,
+    overwrite: bool = False,
     cache_dir: str | os.PathLike | None = None,
     **export_kwargs,
 ) -> ExportResult:
     """Raw generator output -> validated rows -> exported Hub folder (a fresh build, so rejections are reported)."""
     from speecheq_dataset.builder import build_raw
+    from speecheq_dataset.raw import scan_raw_dir
 
+    # Checked before the (long) build, and again by the export itself.
+    check_destination(Path(out_dir), overwrite=overwrite, sources=(Path(raw_dir),))
+    warnings = scan_raw_dir(raw_dir).warnings()
     with tempfile.TemporaryDirectory(prefix="speecheq-build-", dir=cache_dir) as build_cache:
-        dataset, rejected = build_raw(raw_dir, strict=strict, cache_dir=build_cache)
-        result = export_hub_folder(dataset, out_dir, rejected=rejected, **export_kwargs)
+        try:
+            dataset, rejected = build_raw(raw_dir, strict=strict, cache_dir=build_cache)
+        except OSError as exc:
+            if exc.filename is not None:
+                raise
+            # A failed write carries no path; name where the build was writing (its temporary cache).
+            raise OSError(exc.errno, exc.strerror or str(exc), build_cache) from exc
+        result = export_hub_folder(dataset, out_dir, overwrite=overwrite, sources=(raw_dir,), rejected=rejected,
+                                   warnings=warnings, **export_kwargs)
         del dataset  # release the memory map before the temporary build is removed
     return result
 
 
-def export_sample(out_dir: str | os.PathLike, *, cache_root: str | os.PathLike | None = None) -> ExportResult:
+def export_sample(out_dir: str | os.PathLike, *, overwrite: bool = False, cache_root: str | os.PathLike | None = None) -> ExportResult:
     """Build (or reuse) the embedded sample and export it as a Hub folder at out_dir."""
     from speecheq_dataset.sample import load_sample
 
@@ -354,7 +485,9 @@ def export_sample(out_dir: str | os.PathLike, *, cache_root: str | os.PathLike |
         "\nThis is the **embedded sample** of the SpeechEQ toolkit: the project's own dialogue scripts rendered "
         "offline with espeak-ng (tone instructions mapped to pitch, rate and loudness), not the published data.\n"
     )
-    return export_hub_folder(load_sample(cache_root), out_dir, pretty_name="SpeechEQ embedded sample", source_note=note)
+    check_destination(Path(out_dir), overwrite=overwrite)
+    return export_hub_folder(load_sample(cache_root), out_dir, overwrite=overwrite, pretty_name="SpeechEQ embedded sample",
+                             source_note=note)
 
 
 def summarize(result: ExportResult) -> str:
@@ -372,5 +505,8 @@ def summarize(result: ExportResult) -> str:
     if result.rejected:
         lines.append(f"  rejected folders: {len(result.rejected)}")
         lines += [f"    - {r.folder.name}: {r.code}" for r in result.rejected]
+    if result.warnings:
+        lines.append(f"  passed over in the raw folder: {len(result.warnings)}")
+        lines += [f"    - {warning}" for warning in result.warnings]
     lines.append(f"  load with: datasets.load_dataset({str(result.out_dir)!r}, split='test')")
     return "\n".join(lines)

@@ -56,11 +56,23 @@ def _script_name(repo_id: str) -> str:
     return f"{name}.py"
 
 
-def assemble_space(out_dir: Path, repo_id: str = DEFAULT_REPO_ID) -> list[Path]:
-    """Write the Space files into `out_dir` (created; must be empty if it exists) and return them."""
+def assemble_space(out_dir: Path, repo_id: str = DEFAULT_REPO_ID, *, overwrite: bool = False) -> list[Path]:
+    """Write the Space files into `out_dir` and return them.
+
+    out_dir must be new or empty, or (with `overwrite`) hold only an earlier Space's files.
+    """
     script = _script_name(repo_id)
     if out_dir.exists() and any(out_dir.iterdir()):
-        raise ValueError(f"{out_dir} is not empty; the Space folder must hold only the Space's files")
+        ours = {script, "README.md", "app.py", "requirements.txt"} | {p.name for p in core_files() if p.name != MODULE_FILE}
+        present = sorted(p.name for p in out_dir.iterdir())
+        foreign = [name for name in present if name not in ours or not (out_dir / name).is_file()]
+        if foreign:
+            raise ValueError(f"{out_dir} holds files a Space of this metric does not have ({', '.join(foreign[:5])}); "
+                             "choose an empty or new folder")
+        if not overwrite:
+            raise ValueError(f"{out_dir} already holds a Space folder; pass --overwrite to replace it")
+        for name in present:
+            (out_dir / name).unlink()
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for src in core_files():
@@ -106,9 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     pub.add_argument("out_dir", type=Path, help="empty or new folder for the Space files")
     pub.add_argument("--repo-id", default=DEFAULT_REPO_ID, help=f"Space id owner/name (default {DEFAULT_REPO_ID})")
     pub.add_argument("--dry-run", action="store_true", help="assemble and check offline; upload nothing")
+    pub.add_argument("--overwrite", action="store_true", help="replace an earlier Space folder at OUT_DIR (nothing else)")
     args = parser.parse_args(argv)
     try:
-        files = assemble_space(args.out_dir, args.repo_id)
+        files = assemble_space(args.out_dir, args.repo_id, overwrite=args.overwrite)
         result = check_space(args.out_dir, args.repo_id)
     except ValueError as err:
         parser.error(str(err))

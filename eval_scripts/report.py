@@ -43,6 +43,8 @@ NON_EXPERIMENT_KEYS = frozenset({"output_dir", "batch_size", "overwrite", "price
 FIGURE_SEQ = "seq_per_model.png"
 FIGURE_HEATMAP = "subscale_heatmap.png"
 FIGURE_DELTAS = "sequential_vs_direct.png"
+# Every file a report writes into its output folder (replacing any of them needs overwrite).
+REPORT_FILES = ("leaderboard.md", "leaderboard.csv", "report.json", FIGURE_SEQ, FIGURE_HEATMAP, FIGURE_DELTAS)
 
 
 @dataclass
@@ -415,11 +417,21 @@ def plot_deltas(pairs: list[tuple[RunSummary, RunSummary]], path: Path) -> bool:
 
 # -- entry point ---------------------------------------------------------------
 
+def check_output(out: Path, freeze_file: str | None, overwrite: bool) -> None:
+    """Refuse to replace an earlier report's files (or the freeze file) without `overwrite`."""
+    existing = [name for name in REPORT_FILES if (out / name).exists()]
+    if freeze_file and Path(freeze_file).exists():
+        existing.append(str(freeze_file))
+    if existing and not overwrite:
+        raise ValueError(f"{out} already holds report files ({', '.join(existing)}); pass --overwrite to replace them")
+
+
 def build_report(run_dirs: list[str], output_dir: str | Path, *, reference_file: str | None = None,
-                 freeze_file: str | None = None, heatmap_metric: str = "acc_traj") -> dict:
+                 freeze_file: str | None = None, heatmap_metric: str = "acc_traj", overwrite: bool = False) -> dict:
     """Load runs, compute SEQ, write leaderboard.md/.csv, report.json and the figures; returns report.json's content."""
     if not run_dirs:
         raise ValueError("no run directories given")
+    check_output(Path(output_dir), freeze_file, overwrite)
     runs = [load_run(d) for d in run_dirs]
     _unique_labels(runs)
     reference = read_reference(reference_file) if reference_file else None
@@ -428,6 +440,8 @@ def build_report(run_dirs: list[str], output_dir: str | Path, *, reference_file:
         notes += [f"{run.label}: {note}" for note in run.notes]
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    for name in (FIGURE_SEQ, FIGURE_HEATMAP, FIGURE_DELTAS):  # an earlier report's figure must not outlive it
+        (out / name).unlink(missing_ok=True)
     figures = []
     if plot_seq(runs, reference, out / FIGURE_SEQ):
         figures.append(FIGURE_SEQ)
@@ -472,6 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference-cohort", default=None, help="JSON with a frozen median/MAD (SPEC §6) to score every run against")
     p.add_argument("--freeze-cohort", default=None, help="write this report's cohort median/MAD as JSON, for later --reference-cohort")
     p.add_argument("--heatmap-metric", choices=("acc_traj", "seq"), default="acc_traj", help="value shown per subscale")
+    p.add_argument("--overwrite", action="store_true", help="replace the report files an earlier report left in --output-dir")
     return p
 
 
@@ -482,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         report = build_report(args.run_dirs, args.output_dir, reference_file=args.reference_cohort,
-                              freeze_file=args.freeze_cohort, heatmap_metric=args.heatmap_metric)
+                              freeze_file=args.freeze_cohort, heatmap_metric=args.heatmap_metric, overwrite=args.overwrite)
     except (FileNotFoundError, ValueError) as exc:
         print(f"speecheq report: error: {exc}", file=sys.stderr)
         return 2

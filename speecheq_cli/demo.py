@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", default="runs/demo", help="where the dataset export, runs and report go")
     p.add_argument("--limit", type=int, default=None, help="score only the first N dialogues")
     p.add_argument("--skip-tiny", action="store_true", help="baselines only (skip the tiny random-weight model)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an earlier demo's export and report in --output-dir (its finished runs are resumed)")
     return p
 
 
@@ -51,9 +53,17 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = Path(args.output_dir)
     started = time.perf_counter()
+    if out.is_dir() and any(out.iterdir()) and not args.overwrite:
+        print(f"speecheq demo: error: {out} is not empty (an earlier demo?); pass --overwrite to replace its export and report",
+              file=sys.stderr)
+        return 2
 
     print("== 1/3 embedded sample: render (espeak-ng), build, export ==", flush=True)
-    exported = export_sample(out / "dataset")
+    try:
+        exported = export_sample(out / "dataset", overwrite=args.overwrite)
+    except ValueError as exc:  # the destination holds something the demo did not write
+        print(f"speecheq demo: error: {exc}", file=sys.stderr)
+        return 2
     print(summarize(exported), flush=True)
 
     print("\n== 2/3 models on the sample (eval_scripts/run.py) ==", flush=True)
@@ -72,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         run_dirs.append(str(run_dir))
 
     print("\n== 3/3 report: cohort SEQ leaderboard and figures ==", flush=True)
-    status = report.main([*run_dirs, "--output-dir", str(out / "report")])
+    status = report.main([*run_dirs, "--output-dir", str(out / "report"), *(["--overwrite"] if args.overwrite else [])])
     if status != 0:
         return status
     print(f"demo finished in {time.perf_counter() - started:.0f} s; everything is under {out}/")

@@ -42,11 +42,23 @@ def decode_audio(source: bytes | str | os.PathLike, sampling_rate: int | None = 
         decoder = AudioDecoder(source, sample_rate=sampling_rate, num_channels=1)
         samples = decoder.get_all_samples()
     except Exception as exc:  # torchcodec raises RuntimeError/ValueError variants
+        if _holds_no_frames(source):
+            raise EmptyAudioError(f"{label}: audio decodes to no samples (a valid container with 0 frames)") from exc
         raise AudioDecodeError(f"{label}: cannot decode audio ({exc})") from exc
     array = samples.data.numpy()[0].astype(np.float32, copy=False)
     if array.size == 0:
         raise EmptyAudioError(f"{label}: audio decodes to no samples")
     return array, int(samples.sample_rate)
+
+
+def _holds_no_frames(data: bytes) -> bool:
+    """True when `data` is a valid audio container with zero frames (torchcodec reports those as undecodable)."""
+    import soundfile
+
+    try:
+        return soundfile.info(io.BytesIO(data)).frames == 0
+    except Exception:  # not a container soundfile knows: a real decoding failure
+        return False
 
 
 def decode_value(value, sampling_rate: int | None = None, *, name: str = "") -> tuple[np.ndarray, int]:

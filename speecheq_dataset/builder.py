@@ -127,7 +127,7 @@ def build_raw(
     except datasets.exceptions.DatasetGenerationError as exc:
         # datasets wraps generator errors; callers want the named raw fault itself.
         cause = exc.__cause__
-        if isinstance(cause, RawDialogueError):
+        if isinstance(cause, (RawDialogueError, OSError)):  # a strict fault, or a failed write (disk full, ...)
             raise cause from None
         raise
     # The rejection report is kept beside the cached build so a cache hit reports it too.

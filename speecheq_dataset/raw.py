@@ -3,13 +3,16 @@
 Layout: `<subscale_slug>/<dataset_id>/metadata.json` + `audio/01..08.<ext>`.
 Clips are located by folder and index, never by the metadata's `audio_path`
 (an absolute path of the authors' machine in v2). Every fault raises a
-`RawDialogueError` subclass whose message names the folder and the fault.
+`RawDialogueError` whose message names the folder, the fault code and the bad value;
+values of the wrong type are rejected, never coerced.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,69 +44,32 @@ AUDIO_EXTENSIONS: tuple[str, ...] = (".mp3", ".wav", ".flac", ".ogg", ".m4a")
 METADATA_FILE = "metadata.json"
 
 
+# Fault codes of a rejected folder (docs/dataset.md explains each).
+FAULT_CODES: dict[str, str] = {
+    "bad_metadata": "metadata.json is missing, not JSON, lacks a required field, or holds a value of the wrong type",
+    "missing_clip": "one of the eight clips 01..08 is absent",
+    "extra_clip": "audio/ holds a file that is not one of the eight clips (or a clip twice)",
+    "unreadable_clip": "a clip path that cannot be read as a file (a broken or looping symbolic link, a folder, no permission)",
+    "undecodable_clip": "a clip's bytes cannot be decoded as audio",
+    "empty_clip": "a clip has zero bytes or decodes to no samples",
+    "candidate_text_mismatch": "the high and low candidates of a test turn carry different texts",
+    "turn_text_mismatch": "a clip's text in audio_files disagrees with the turn's text in conversation",
+    "unknown_subscale": "the subscale (folder slug, subscale_slug or eq_scale) is not one of the 15, or they disagree",
+    "duplicate_id": "two folders carry the same dataset_id",
+    "invalid_dialogue": "any other fault found while reading the folder",
+}
+
+
 class RawDialogueError(ValueError):
-    """A raw dialogue folder that cannot become a row; `code` names the fault kind."""
+    """A raw dialogue folder that cannot become a row: `code` (one of FAULT_CODES) names the fault kind, `detail` the bad value."""
 
-    code = "invalid_dialogue"
-
-    def __init__(self, folder: Path | str, detail: str):
+    def __init__(self, folder: Path | str, code: str, detail: str):
+        if code not in FAULT_CODES:
+            raise ValueError(f"unknown fault code {code!r}; known: {', '.join(FAULT_CODES)}")
         self.folder = Path(folder)
+        self.code = code
         self.detail = detail
-        super().__init__(f"{self.folder}: {self.code}: {detail}")
-
-
-class MetadataError(RawDialogueError):
-    """metadata.json is missing, not JSON, or lacks a required field."""
-
-    code = "bad_metadata"
-
-
-class MissingClipError(RawDialogueError):
-    """One of the eight clips 01..08 is absent."""
-
-    code = "missing_clip"
-
-
-class ExtraClipError(RawDialogueError):
-    """audio/ holds a file that is not one of the eight clips (or a clip twice)."""
-
-    code = "extra_clip"
-
-
-class UndecodableClipError(RawDialogueError):
-    """A clip's bytes cannot be decoded as audio."""
-
-    code = "undecodable_clip"
-
-
-class EmptyClipError(RawDialogueError):
-    """A clip has zero bytes or decodes to no samples."""
-
-    code = "empty_clip"
-
-
-class CandidateTextMismatchError(RawDialogueError):
-    """The high and low candidates of a test turn carry different texts."""
-
-    code = "candidate_text_mismatch"
-
-
-class TurnTextMismatchError(RawDialogueError):
-    """A clip's text in `audio_files` disagrees with the turn's text in `conversation`."""
-
-    code = "turn_text_mismatch"
-
-
-class UnknownSubscaleError(RawDialogueError):
-    """The subscale (folder slug, `subscale_slug` or `eq_scale`) is not one of SPEC §1's 15, or they disagree."""
-
-    code = "unknown_subscale"
-
-
-class DuplicateIdError(RawDialogueError):
-    """Two folders carry the same `dataset_id`."""
-
-    code = "duplicate_id"
+        super().__init__(f"{self.folder}: {code}: {detail}")
 
 
 @dataclass(frozen=True)
@@ -118,6 +84,21 @@ class Rejection:
     def detail(self) -> str:
         """The fault alone: the message without the `<folder>: <code>: ` that RawDialogueError puts first."""
         return self.message.removeprefix(f"{self.folder}: {self.code}: ")
+
+
+@dataclass(frozen=True)
+class RawScan:
+    """What a raw folder holds: candidate dialogue folders, and what was passed over (reported, never silently)."""
+
+    folders: list[Path]
+    stray_files: list[Path]  # files where a subscale or dialogue folder belongs
+    hidden: list[Path]  # hidden entries (".name"), skipped
+
+    def warnings(self) -> list[str]:
+        """One line per thing passed over."""
+        lines = [f"{path}: a file where a <subscale_slug>/<dataset_id>/ folder belongs; skipped" for path in self.stray_files]
+        lines += [f"{path}: hidden, skipped" for path in self.hidden]
+        return lines
 
 
 @dataclass(frozen=True)
@@ -143,21 +124,35 @@ class RawDialogue:
         return row
 
 
-def find_dialogue_folders(raw_dir: Path | str) -> list[Path]:
-    """Candidate dialogue folders `<slug>/<id>/` under raw_dir, sorted (hidden entries skipped)."""
+def scan_raw_dir(raw_dir: Path | str) -> RawScan:
+    """The candidate dialogue folders `<slug>/<id>/` under raw_dir (sorted), and the files and hidden entries passed over."""
     raw_dir = Path(raw_dir)
     if not raw_dir.is_dir():
         raise FileNotFoundError(f"raw dataset folder not found: {raw_dir}")
-    folders = [
-        folder
-        for slug_dir in sorted(raw_dir.iterdir())
-        if slug_dir.is_dir() and not slug_dir.name.startswith(".")
-        for folder in sorted(slug_dir.iterdir())
-        if folder.is_dir() and not folder.name.startswith(".")
-    ]
+    folders: list[Path] = []
+    stray: list[Path] = []
+    hidden: list[Path] = []
+    for slug_dir in sorted(raw_dir.iterdir()):
+        if slug_dir.name.startswith("."):
+            hidden.append(slug_dir)
+        elif not slug_dir.is_dir():
+            stray.append(slug_dir)
+        else:
+            for folder in sorted(slug_dir.iterdir()):
+                if folder.name.startswith("."):
+                    hidden.append(folder)
+                elif not folder.is_dir():
+                    stray.append(folder)
+                else:
+                    folders.append(folder)
     if not folders:
         raise FileNotFoundError(f"{raw_dir}: no dialogue folders (<subscale_slug>/<dataset_id>/metadata.json)")
-    return folders
+    return RawScan(folders, stray, hidden)
+
+
+def find_dialogue_folders(raw_dir: Path | str) -> list[Path]:
+    """Candidate dialogue folders `<slug>/<id>/` under raw_dir, sorted (hidden entries and stray files skipped)."""
+    return scan_raw_dir(raw_dir).folders
 
 
 def looks_like_raw_dir(path: Path | str) -> bool:
@@ -171,107 +166,169 @@ def _same_text(a: str, b: str) -> bool:
     return " ".join(a.split()) == " ".join(b.split())
 
 
+def _bad(folder: Path, detail: str) -> RawDialogueError:
+    return RawDialogueError(folder, "bad_metadata", detail)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _text(folder: Path, where: str, value, *, optional: bool = False) -> str | None:
+    """A metadata value that must be a string (or None when optional); never coerced."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        kind = "a string or null" if optional else "a string"
+        raise _bad(folder, f"{where} must be {kind}, got {type(value).__name__} {_short(value)}")
+    return value
+
+
+def _number(folder: Path, where: str, value) -> int:
+    """A sentence number: a JSON integer 1..6 (not a bool, a float or a list)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 6:
+        raise _bad(folder, f"{where} must be an integer 1..6, got {type(value).__name__} {_short(value)}")
+    return value
+
+
 def _load_metadata(folder: Path) -> dict:
     path = folder / METADATA_FILE
     if not path.is_file():
-        raise MetadataError(folder, f"no {METADATA_FILE}")
+        raise _bad(folder, f"no {METADATA_FILE}")
     try:
         metadata = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise MetadataError(folder, f"{METADATA_FILE} is not valid JSON ({exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise _bad(folder, f"{METADATA_FILE} is not valid JSON ({exc})") from None
     if not isinstance(metadata, dict):
-        raise MetadataError(folder, f"{METADATA_FILE} must hold a JSON object")
-    for key in ("scenario", "conversation", "audio_files", "generation_metadata"):
+        raise _bad(folder, f"{METADATA_FILE} must hold a JSON object")
+    for key, kind in (("scenario", dict), ("conversation", list), ("audio_files", list), ("generation_metadata", dict)):
         if key not in metadata:
-            raise MetadataError(folder, f"{METADATA_FILE} lacks {key!r}")
-    if not isinstance(metadata["scenario"], dict) or not isinstance(metadata["generation_metadata"], dict):
-        raise MetadataError(folder, "'scenario' and 'generation_metadata' must be objects")
+            raise _bad(folder, f"{METADATA_FILE} lacks {key!r}")
+        if not isinstance(metadata[key], kind):
+            raise _bad(folder, f"{key!r} must be a JSON {'object' if kind is dict else 'list'}, got {type(metadata[key]).__name__}")
     if not metadata["generation_metadata"].get("dataset_id"):
-        raise MetadataError(folder, "generation_metadata lacks 'dataset_id'")
+        raise _bad(folder, "generation_metadata lacks 'dataset_id'")
+    _text(folder, "generation_metadata.dataset_id", metadata["generation_metadata"]["dataset_id"])
     return metadata
 
 
 def _resolve_subscale(folder: Path, metadata: dict):
+    generation = metadata["generation_metadata"]
     slugs = {"folder": folder.parent.name}
-    if metadata["generation_metadata"].get("subscale_slug"):
-        slugs["generation_metadata.subscale_slug"] = metadata["generation_metadata"]["subscale_slug"]
+    if generation.get("subscale_slug") is not None:
+        slugs["generation_metadata.subscale_slug"] = _text(folder, "generation_metadata.subscale_slug", generation["subscale_slug"])
     found = {}
     for where, slug in slugs.items():
         try:
             found[where] = subscale_by_slug(slug)
         except ValueError:
-            raise UnknownSubscaleError(folder, f"{where} {slug!r} is not one of the 15 subscales") from None
-    eq_scale = metadata.get("eq_scale") or metadata["scenario"].get("eq_skill_tested")
+            raise RawDialogueError(folder, "unknown_subscale", f"{where} {slug!r} is not one of the 15 subscales") from None
+    eq_scale = metadata.get("eq_scale")
+    where = "eq_scale"
+    if eq_scale is None:
+        eq_scale, where = metadata["scenario"].get("eq_skill_tested"), "scenario.eq_skill_tested"
     if not eq_scale:
-        raise MetadataError(folder, "no 'eq_scale'")
+        raise _bad(folder, "no 'eq_scale'")
+    _text(folder, where, eq_scale)
     try:
         found["eq_scale"] = subscale_from_eq_scale(eq_scale)
     except ValueError:
-        raise UnknownSubscaleError(folder, f"eq_scale {eq_scale!r} is not '<Composite> - <Subscale>' of the 15") from None
+        raise RawDialogueError(folder, "unknown_subscale", f"eq_scale {eq_scale!r} is not '<Composite> - <Subscale>' of the 15") from None
     if len({s.slug for s in found.values()}) != 1:
         listing = ", ".join(f"{where}={s.slug}" for where, s in found.items())
-        raise UnknownSubscaleError(folder, f"subscale disagrees between sources: {listing}")
+        raise RawDialogueError(folder, "unknown_subscale", f"subscale disagrees between sources: {listing}")
     return found["eq_scale"], eq_scale
 
 
 def _turn_texts(folder: Path, metadata: dict) -> dict[int, str]:
-    conversation = metadata["conversation"]
-    if not isinstance(conversation, list):
-        raise MetadataError(folder, "'conversation' must be a list")
     texts: dict[int, str] = {}
-    for turn in conversation:
-        number = turn.get("sentence_number") if isinstance(turn, dict) else None
-        if number not in range(1, 7) or number in texts or not isinstance(turn.get("text"), str):
-            raise MetadataError(folder, f"bad conversation entry {turn!r} (need sentence_number 1..6 once, text)")
-        texts[number] = turn["text"]
+    for k, turn in enumerate(metadata["conversation"]):
+        if not isinstance(turn, dict):
+            raise _bad(folder, f"conversation[{k}] must be an object, got {_short(turn)}")
+        number = _number(folder, f"conversation[{k}].sentence_number", turn.get("sentence_number"))
+        if number in texts:
+            raise _bad(folder, f"conversation has turn {number} twice")
+        texts[number] = _text(folder, f"conversation[{k}].text", turn.get("text"))
     if sorted(texts) != list(range(1, 7)):
-        raise MetadataError(folder, f"conversation has turns {sorted(texts)}, expected 1..6")
+        raise _bad(folder, f"conversation has turns {sorted(texts)}, expected 1..6")
     return texts
 
 
 def _clip_entries(folder: Path, metadata: dict, texts: dict[int, str]) -> list[dict]:
-    """audio_files entries in CLIP_SLOTS order, after the text checks."""
+    """audio_files entries in CLIP_SLOTS order, after the type and text checks."""
     by_slot: dict[tuple[int, str], dict] = {}
-    for entry in metadata["audio_files"] if isinstance(metadata["audio_files"], list) else []:
+    for k, entry in enumerate(metadata["audio_files"]):
+        where = f"audio_files[{k}]"
         if not isinstance(entry, dict):
-            raise MetadataError(folder, f"bad audio_files entry {entry!r}")
-        key = (entry.get("sentence_number"), entry.get("eq_level", "high"))
+            raise _bad(folder, f"{where} must be an object, got {_short(entry)}")
+        number = _number(folder, f"{where}.sentence_number", entry.get("sentence_number"))
+        level = _text(folder, f"{where}.eq_level", entry.get("eq_level", "high"))
+        _text(folder, f"{where}.text", entry.get("text"))
+        _text(folder, f"{where}.tone_description", entry.get("tone_description"), optional=True)
+        key = (number, level)
         if key in by_slot:
-            raise MetadataError(folder, f"audio_files lists turn {key[0]} level {key[1]!r} twice")
+            raise _bad(folder, f"audio_files lists turn {number} level {level!r} twice")
         by_slot[key] = entry
     expected = [(number, level) for _, number, level in CLIP_SLOTS]
-    if sorted(by_slot, key=str) != sorted(expected, key=str):
-        raise MetadataError(folder, f"audio_files has slots {sorted(by_slot, key=str)}, expected {expected}")
+    if sorted(by_slot) != sorted(expected):
+        raise _bad(folder, f"audio_files has slots {sorted(by_slot)}, expected {expected}")
     for turn in (4, 6):
-        high, low = by_slot[(turn, "high")].get("text", ""), by_slot[(turn, "low")].get("text", "")
+        high, low = by_slot[(turn, "high")]["text"], by_slot[(turn, "low")]["text"]
         if not _same_text(high, low):
-            raise CandidateTextMismatchError(folder, f"turn {turn} high text {high!r} differs from low text {low!r}")
+            raise RawDialogueError(folder, "candidate_text_mismatch", f"turn {turn} high text {high!r} differs from low text {low!r}")
     for number, level in expected:
-        clip_text = by_slot[(number, level)].get("text", "")
+        clip_text = by_slot[(number, level)]["text"]
         if not _same_text(clip_text, texts[number]):
-            raise TurnTextMismatchError(
-                folder, f"turn {number} ({level}) audio_files text {clip_text!r} != conversation text {texts[number]!r}"
+            raise RawDialogueError(
+                folder, "turn_text_mismatch",
+                f"turn {number} ({level}) audio_files text {clip_text!r} != conversation text {texts[number]!r}",
             )
     return [by_slot[slot] for slot in expected]
+
+
+def _unreadable_reason(path: Path) -> str | None:
+    """Why a clip path cannot be read as a file (a looping or broken link, a folder, no permission), or None."""
+    if path.is_symlink():
+        try:
+            path.resolve(strict=True)
+        except RuntimeError:  # Python 3.11 reports a symlink loop this way
+            return "is a symbolic link that loops"
+        except FileNotFoundError:
+            return f"is a symbolic link to a missing file ({os.readlink(path)})"
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return "is a symbolic link that loops"
+            return f"cannot be resolved ({exc.strerror})"
+    if path.is_dir():
+        return "is a folder, not a file"
+    if not path.is_file():
+        return "is not a regular file"
+    if not os.access(path, os.R_OK):
+        return "cannot be read (permission denied)"
+    return None
 
 
 def _clip_files(folder: Path) -> list[Path]:
     audio_dir = folder / "audio"
     if not audio_dir.is_dir():
-        raise MissingClipError(folder, "no audio/ folder")
+        raise RawDialogueError(folder, "missing_clip", "no audio/ folder")
     wanted = {stem for stem, _, _ in CLIP_SLOTS}
     found: dict[str, Path] = {}
     for path in sorted(audio_dir.iterdir()):
         if path.name.startswith("."):
             continue
-        if path.stem not in wanted or path.suffix.lower() not in AUDIO_EXTENSIONS or not path.is_file():
-            raise ExtraClipError(folder, f"unexpected file audio/{path.name} (expected 01..08 with {AUDIO_EXTENSIONS})")
+        if path.stem not in wanted or path.suffix.lower() not in AUDIO_EXTENSIONS:
+            raise RawDialogueError(folder, "extra_clip", f"unexpected file audio/{path.name} (expected 01..08 with {AUDIO_EXTENSIONS})")
+        reason = _unreadable_reason(path)
+        if reason:
+            raise RawDialogueError(folder, "unreadable_clip", f"audio/{path.name} {reason}")
         if path.stem in found:
-            raise ExtraClipError(folder, f"clip {path.stem} present twice: {found[path.stem].name}, {path.name}")
+            raise RawDialogueError(folder, "extra_clip", f"clip {path.stem} present twice: {found[path.stem].name}, {path.name}")
         found[path.stem] = path
     missing = [stem for stem, _, _ in CLIP_SLOTS if stem not in found]
     if missing:
-        raise MissingClipError(folder, f"missing clip(s) audio/{', '.join(missing)}")
+        raise RawDialogueError(folder, "missing_clip", f"missing clip(s) audio/{', '.join(missing)}")
     return [found[stem] for stem, _, _ in CLIP_SLOTS]
 
 
@@ -280,17 +337,14 @@ def _clip_duration(folder: Path, path: Path) -> float:
     try:
         samples, sampling_rate = decode_audio(path, name=f"audio/{path.name}")
     except EmptyAudioError as exc:
-        raise EmptyClipError(folder, str(exc)) from None
+        raise RawDialogueError(folder, "empty_clip", str(exc)) from None
     except AudioDecodeError as exc:
-        raise UndecodableClipError(folder, str(exc)) from None
+        raise RawDialogueError(folder, "undecodable_clip", str(exc)) from None
     return len(samples) / sampling_rate
 
 
-def read_dialogue(folder: Path | str, *, decode: bool = True) -> RawDialogue:
-    """Validate one `<slug>/<id>/` folder and return it; raises a RawDialogueError naming the fault.
-
-    decode=False skips decoding the clips (no undecodable/empty-content check, durations NaN).
-    """
+def read_dialogue(folder: Path | str) -> RawDialogue:
+    """Validate one `<slug>/<id>/` folder and return it; raises a RawDialogueError naming the fault."""
     folder = Path(folder)
     metadata = _load_metadata(folder)
     scenario, generation = metadata["scenario"], metadata["generation_metadata"]
@@ -298,27 +352,27 @@ def read_dialogue(folder: Path | str, *, decode: bool = True) -> RawDialogue:
     texts = _turn_texts(folder, metadata)
     entries = _clip_entries(folder, metadata, texts)
     clips = _clip_files(folder)
-    durations = tuple(_clip_duration(folder, p) if decode else float("nan") for p in clips)
+    durations = tuple(_clip_duration(folder, p) for p in clips)
 
-    valence = scenario.get("scenario_valence")
+    valence = _text(folder, "scenario.scenario_valence", scenario.get("scenario_valence"), optional=True)
     if valence is not None:
         try:
             check_valence(valence)
         except ValueError as exc:
-            raise MetadataError(folder, str(exc)) from None
-    version = generation.get("generation_version") or ("v2" if "scenario_valence" in scenario else "v1")
+            raise _bad(folder, str(exc)) from None
+    version = _text(folder, "generation_metadata.generation_version", generation.get("generation_version"), optional=True)
     fields = {
-        "id": str(generation["dataset_id"]),
+        "id": generation["dataset_id"],
         "subscale": sub.slug,
         "subscale_name": sub.name,
         "composite": sub.composite.slug,
         "composite_name": sub.composite.name,
         "eq_scale": eq_scale,
         "scenario_valence": valence,
-        "target_social_intent": scenario.get("target_social_intent"),
-        "generation_version": str(version),
-        "timestamp": generation.get("timestamp"),
-        **{name: _optional_text(scenario.get(name)) for name in SCENARIO_FIELDS},
+        "target_social_intent": _text(folder, "scenario.target_social_intent", scenario.get("target_social_intent"), optional=True),
+        "generation_version": version or ("v2" if "scenario_valence" in scenario else "v1"),
+        "timestamp": _text(folder, "generation_metadata.timestamp", generation.get("timestamp"), optional=True),
+        **{name: _text(folder, f"scenario.{name}", scenario.get(name), optional=True) for name in SCENARIO_FIELDS},
         **{column: texts[n] for n, column in enumerate(TEXT_COLUMNS, start=1)},
         **{column: entry.get("tone_description") for column, entry in zip(TONE_COLUMNS, entries)},
         "duration_s": float(sum(durations)),
@@ -326,25 +380,24 @@ def read_dialogue(folder: Path | str, *, decode: bool = True) -> RawDialogue:
     return RawDialogue(folder, fields, tuple(clips), durations)
 
 
-def _optional_text(value) -> str | None:
-    # Scenario fields are text; a non-string (rare, hand-edited files) is kept as its JSON text.
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
-
-
 def iter_dialogues(raw_dir: Path | str, *, strict: bool = False, rejected: list[Rejection] | None = None):
     """Yield validated RawDialogues of raw_dir in folder order.
 
     A faulty folder raises its RawDialogueError when strict; otherwise it is logged,
-    appended to `rejected` (when given) and skipped.
+    appended to `rejected` (when given) and skipped. Whatever goes wrong while reading
+    one folder is that folder's fault: it never stops the build of the others.
     """
     seen: dict[str, Path] = {}
     for folder in find_dialogue_folders(raw_dir):
         try:
-            dialogue = read_dialogue(folder)
+            try:
+                dialogue = read_dialogue(folder)
+            except RawDialogueError:
+                raise
+            except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+                raise RawDialogueError(folder, "invalid_dialogue", f"{type(exc).__name__}: {exc}") from exc
             if dialogue.id in seen:
-                raise DuplicateIdError(folder, f"dataset_id {dialogue.id!r} already used by {seen[dialogue.id]}")
+                raise RawDialogueError(folder, "duplicate_id", f"dataset_id {dialogue.id!r} already used by {seen[dialogue.id]}")
         except RawDialogueError as exc:
             if strict:
                 raise

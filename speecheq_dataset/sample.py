@@ -16,13 +16,13 @@ import logging
 import os
 import shutil
 import subprocess
-import tempfile
 from importlib import resources
 from pathlib import Path
 
 import datasets
 
 from . import tts
+from .files import make_temp_dir
 from .raw import CLIP_SLOTS
 from .raw import METADATA_FILE
 from .tts import ESPEAK
@@ -116,8 +116,7 @@ def ensure_sample(cache_root: str | os.PathLike | None = None) -> Path:
     entry = root / f"sample-{sample_key()}"
     if (entry / "dataset").is_dir():
         return entry
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{entry.name}-", dir=root))
+    tmp = make_temp_dir(entry, prefix=f".tmp-{entry.name}-")
     try:
         raw = render_sample(tmp / "raw")
         dataset, _ = build_raw(raw, strict=True, cache_dir=tmp / "build")

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from builders import cli
 from builders.export import build_export
+from builders.export import ExportDestinationError
 from builders.export import compute_statistics
 from builders.export import export_hub_folder
 from builders.push import plan_upload
@@ -188,14 +189,61 @@ def test_export_refuses_to_overwrite_foreign_folders(built, tmp_path):
     dataset, _, _ = built
     (tmp_path / "precious").mkdir()
     (tmp_path / "precious" / "thesis.tex").write_text("do not delete")
-    with pytest.raises(FileExistsError, match="precious"):
+    with pytest.raises(ExportDestinationError, match="precious.*thesis.tex"):
         export_hub_folder(dataset.select(range(2)), tmp_path / "precious")
     assert (tmp_path / "precious" / "thesis.tex").read_text() == "do not delete"
-    # A previous export is replaced whole, and nothing temporary is left beside it.
+    # A previous export is replaced whole with overwrite=True, and nothing temporary is left beside it.
     export_hub_folder(dataset.select(range(3)), tmp_path / "out")
-    export_hub_folder(dataset.select(range(2)), tmp_path / "out")
+    with pytest.raises(ExportDestinationError, match="already holds a SpeechEQ export; pass --overwrite"):
+        export_hub_folder(dataset.select(range(2)), tmp_path / "out")
+    export_hub_folder(dataset.select(range(2)), tmp_path / "out", overwrite=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "precious"]
     assert pq.ParquetFile(next((tmp_path / "out" / "data").glob("*.parquet"))).metadata.num_rows == 2
+
+
+def _looks_like_an_export(folder):
+    """Issue 8.1's reproducer: a README.md and a data/ folder that are not ours."""
+    (folder / "data").mkdir(parents=True)
+    (folder / "README.md").write_text("notes")
+    (folder / "data" / "important.csv").write_text("a,b")
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_folder_that_merely_looks_like_an_export_is_never_replaced(built, tmp_path, overwrite):
+    dataset, _, _ = built
+    _looks_like_an_export(tmp_path / "P")
+    with pytest.raises(ExportDestinationError, match=r"did not write \(README.md"):
+        export_hub_folder(dataset.select(range(2)), tmp_path / "P", overwrite=overwrite)
+    assert (tmp_path / "P" / "data" / "important.csv").read_text() == "a,b"
+    assert (tmp_path / "P" / "README.md").read_text() == "notes"
+
+
+def test_a_file_added_to_an_export_blocks_its_replacement_and_gitattributes_is_kept(built, tmp_path):
+    dataset, _, _ = built
+    export_hub_folder(dataset.select(range(2)), tmp_path / "out")
+    (tmp_path / "out" / "data" / "notes.csv").write_text("mine")
+    with pytest.raises(ExportDestinationError, match="data/notes.csv"):
+        export_hub_folder(dataset.select(range(3)), tmp_path / "out", overwrite=True)
+    (tmp_path / "out" / "data" / "notes.csv").unlink()
+    (tmp_path / "out" / ".gitattributes").write_text("*.parquet filter=lfs")
+    export_hub_folder(dataset.select(range(3)), tmp_path / "out", overwrite=True)
+    assert (tmp_path / "out" / ".gitattributes").read_text() == "*.parquet filter=lfs"
+    marker = json.loads((tmp_path / "out" / ".speecheq-export.json").read_text())
+    assert marker["dialogues"] == 3 and marker["files"] == ["README.md", "data/test-00000-of-00001.parquet"]
+
+
+@pytest.mark.parametrize("layout", ["raw inside out", "out inside raw", "same folder"])
+def test_a_source_and_the_destination_may_not_contain_each_other(built, tmp_path, layout):
+    # Issue 8.2: RAW_DIR inside OUT_DIR was deleted and replaced by parquet.
+    dataset, _, _ = built
+    raw, out = {"raw inside out": (tmp_path / "P2" / "data", tmp_path / "P2"),
+                "out inside raw": (tmp_path / "raw", tmp_path / "raw" / "export"),
+                "same folder": (tmp_path / "same", tmp_path / "same")}[layout]
+    raw.mkdir(parents=True, exist_ok=True)
+    (raw / "keep.txt").write_text("raw data")
+    with pytest.raises(ExportDestinationError, match="contains the source|inside the source"):
+        export_hub_folder(dataset.select(range(2)), out, sources=(raw,), overwrite=True)
+    assert (raw / "keep.txt").read_text() == "raw data"
 
 
 def test_push_dry_run_lists_the_upload_offline(built, monkeypatch):
@@ -288,3 +336,19 @@ def test_statistics_hand_worked():
     assert (stats.mean_duration_s, stats.sd_duration_s, stats.hours) == (120.0, 60.0, 0.1)
     assert stats.by_valence["Positive"].dialogues == 2 and stats.by_valence["Positive"].hours == pytest.approx(240 / 3600)
     assert stats.by_valence["(none, v1)"].hours == pytest.approx(120 / 3600)
+
+
+def test_an_export_gets_the_usual_permissions(built, tmp_path):
+    # Issue 8.19: export folders were 0700 (tempfile.mkdtemp's mode).
+    import os
+    import stat
+
+    dataset, _, _ = built
+    old = os.umask(0o022)
+    try:
+        result = export_hub_folder(dataset.select(range(2)), tmp_path / "shared")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(result.out_dir.stat().st_mode) == 0o755
+    assert stat.S_IMODE((result.out_dir / "data").stat().st_mode) == 0o755
+    assert {stat.S_IMODE(f.stat().st_mode) for f in result.files} == {0o644}

@@ -204,9 +204,16 @@ def test_space_dry_run(tmp_path, capsys):
     assert "sdk: gradio" in header and "app_file: app.py" in header and "- evaluate" in header
     assert 'with_name("speecheq.py")' in (out_dir / "app.py").read_text(encoding="utf-8")
     assert "evaluate==0.4.6" in (out_dir / "requirements.txt").read_text(encoding="utf-8")
-    # a second publish into the same (now full) folder is refused, as are bad repo ids
+    # a second publish into the same (now full) folder is refused without --overwrite, as are bad repo ids
     with pytest.raises(SystemExit):
-        metric_space.main(["publish", str(out_dir), "--dry-run"])
+        metric_space.main(["publish", str(out_dir), "--repo-id", "someone/speecheq", "--dry-run"])
+    assert "pass --overwrite" in capsys.readouterr().err
+    assert metric_space.main(["publish", str(out_dir), "--repo-id", "someone/speecheq", "--dry-run", "--overwrite"]) == 0
+    capsys.readouterr()
+    (out_dir / "thesis.tex").write_text("mine")  # a file the Space does not have is never deleted
+    with pytest.raises(SystemExit):
+        metric_space.main(["publish", str(out_dir), "--repo-id", "someone/speecheq", "--dry-run", "--overwrite"])
+    assert "thesis.tex" in capsys.readouterr().err and (out_dir / "thesis.tex").read_text() == "mine"
     for bad in ("no-slash", "me/speecheq-metric", "me/ers"):
         with pytest.raises(SystemExit):
             metric_space.main(["publish", str(tmp_path / bad.replace("/", "_")), "--repo-id", bad, "--dry-run"])

@@ -194,3 +194,16 @@ def test_a_run_with_no_scored_dialogue_is_listed_without_seq(cohort, tmp_path):
     assert row["seq"] == "" and row["acc_traj"] == ""
     assert float(rows_by_label(out)["Model B"]["seq"]) == pytest.approx(100.0)  # the cohort is unchanged
     assert "Gemini: no dialogue scored" in (out / "leaderboard.md").read_text()
+
+
+def test_replacing_a_report_needs_overwrite_and_leaves_no_stale_figure(cohort, tmp_path, capsys):
+    # Issue 8.3: every command that writes a folder replaces nothing without --overwrite.
+    out = tmp_path / "report"
+    assert report.main([str(d) for d in cohort] + ["--output-dir", str(out)]) == 0
+    assert (out / report.FIGURE_DELTAS).exists()
+    before = (out / "report.json").read_text()
+    assert report.main([str(d) for d in cohort] + ["--output-dir", str(out)]) == 2
+    assert "already holds report files" in capsys.readouterr().err and (out / "report.json").read_text() == before
+    no_direct = [str(d) for d in cohort if d.name != "b-direct"]
+    assert report.main(no_direct + ["--output-dir", str(out), "--overwrite"]) == 0
+    assert not (out / report.FIGURE_DELTAS).exists()  # the earlier report's figure did not outlive it
