@@ -36,7 +36,7 @@ REAL_RAW_DIR = ROOT.parent / "shared" / "data" / "speecheq-arena-v1"
 def answers(run_dir: Path) -> list[tuple]:
     from eval_scripts import store
 
-    return [(r["uid"], r["raw"], r["choice"], r["output_tokens"]) for _, r in store.iter_rounds(store.read_samples(run_dir))]
+    return [(r.uid, r.raw, r.choice, r.output_tokens) for _, r in store.iter_rounds(store.read_samples(run_dir))]
 
 
 class PhaseTimer:

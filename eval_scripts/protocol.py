@@ -1,22 +1,44 @@
-"""The two-round forced-choice protocol of SPEC §5 as pure functions over dialogues.
+"""The two-round forced-choice protocol of SPEC §5: prompts, both rounds, and the record of each answer.
 
 A *trajectory* is one pass through both rounds (one choice mode, one option
 order, one run). Round 1 asks for turn 4 given turns 1-3; round 2 asks for
 turn 6 given turns 1-5, where turn 4 is the clip the model chose in round 1
 (sequential inference) or the resonant clip (direct inference).
+
+One sample, end to end: `run_rounds` builds each round's queries
+(`build_query`), asks the model in batches (`ask`), reads each answer
+(`answer_record`: parse, level, correctness, cost) and returns one
+DialogueRecord per dialogue. Everything but `ask` is a pure function.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+import logging
+import time
+from dataclasses import dataclass
 
+from eval_scripts import scoring
+from eval_scripts.models.base import ChoiceModel
 from eval_scripts.models.base import ChoiceQuery
 from eval_scripts.models.base import Clip
+from eval_scripts.models.base import ModelOutput
 from eval_scripts.models.base import Part
+from eval_scripts.parsing import parse_answer
 from eval_scripts.prompts import PromptTemplate
+from eval_scripts.records import DialogueRecord
+from eval_scripts.records import PromptRecord
+from eval_scripts.records import RoundRecord
+from eval_scripts.records import TrajectoryRecord
 from speecheq_dataset.columns import audio_column
 
+logger = logging.getLogger(__name__)
+
+# The allowed values of the protocol options (RunConfig validates against them, the CLI offers them).
+INFERENCES = ("sequential", "direct")
+HISTORIES = ("audio", "text")
+ORDERS = ("random", "both")
+CHOICE_MODES = ("generate", "logprob", "both")
 LEVELS = ("high", "low")
 ROUND_TURN = {1: 4, 2: 6}  # round -> test turn
 HISTORY_TURNS = {1: (1, 2, 3), 2: (1, 2, 3, 4, 5)}
@@ -57,16 +79,25 @@ class ProtocolSettings:
     inference: str = "sequential"  # or "direct"
     history: str = "audio"  # or "text"
     oracle: bool = False
-    extra_meta: dict = field(default_factory=dict)
+
+    @property
+    def plays_audio(self) -> bool:
+        """Whether the queries hold clips at all."""
+        return plays_audio(self.history, self.oracle)
+
+
+def plays_audio(history: str, oracle: bool) -> bool:
+    """Whether queries hold clips: always but with text history and oracle options (what text-only models need)."""
+    return history == "audio" or not oracle
 
 
 def plan_trajectories(choice_modes: list[str], orders: str, num_runs: int) -> list[Trajectory]:
     """All trajectories of one dialogue, in a fixed order."""
     if num_runs < 1:
         raise ValueError(f"num_runs must be >= 1, got {num_runs}")
+    if orders not in ORDERS:
+        raise ValueError(f"orders must be one of {', '.join(ORDERS)}, got {orders!r}")
     order_kinds = ["random"] if orders == "random" else ["high_first", "low_first"]
-    if orders not in ("random", "both"):
-        raise ValueError(f"orders must be 'random' or 'both', got {orders!r}")
     return [Trajectory(mode, order, run) for mode in choice_modes for order in order_kinds for run in range(num_runs)]
 
 
@@ -101,8 +132,8 @@ def context_level(settings: ProtocolSettings, round1_level: str | None) -> str:
     """
     if settings.inference == "direct":
         return "high"
-    if settings.inference != "sequential":
-        raise ValueError(f"inference must be 'sequential' or 'direct', got {settings.inference!r}")
+    if settings.inference not in INFERENCES:
+        raise ValueError(f"inference must be one of {', '.join(INFERENCES)}, got {settings.inference!r}")
     return round1_level if round1_level in LEVELS else "low"
 
 
@@ -137,7 +168,7 @@ def build_query(
         elif settings.history == "text":
             line = _fill(template["history_line_text"], {"turn": t, "speaker_name": speaker, "text": _field(dialogue, f"turn{t}_text")})
         else:
-            raise ValueError(f"history must be 'audio' or 'text', got {settings.history!r}")
+            raise ValueError(f"history must be one of {', '.join(HISTORIES)}, got {settings.history!r}")
         history_lines.append(line)
 
     def option_text(clip: Clip) -> str:
@@ -171,9 +202,156 @@ def build_query(
             "trajectory": trajectory.key,
             "answer_prefix": _fill(template["logprob_prefix"], {}),
             "answer_choices": ["1", "2"],
-            **settings.extra_meta,
         },
     )
+
+
+def prompt_record(query: ChoiceQuery) -> PromptRecord:
+    """What a query sent, for the record: its system text and its parts, clips named by their dataset column."""
+    parts = tuple({"text": p.text} if p.kind == "text" else {"audio": p.clip.column if p.clip else None} for p in query.parts)
+    return PromptRecord(query.system, parts)
+
+
+def answer_record(query: ChoiceQuery, mode: str, output: ModelOutput, compute_s: float) -> RoundRecord:
+    """Read one answer: parse it (or take the logprob choice), map it to a level, and score it."""
+    if output.error:
+        choice, status, detail = None, "error", output.error
+    elif mode == "logprob" and output.text is None:
+        choice = output.choice if output.choice in (1, 2) else None
+        status, detail = ("logprob" if choice else "invalid"), ""
+    else:
+        parsed = parse_answer(output.text)
+        choice, status, detail = parsed.choice, parsed.status, parsed.detail
+    levels = query.meta["levels"]
+    level = selected_level(levels, choice)
+    return RoundRecord(
+        uid=query.uid,
+        round=query.meta["round"],
+        turn=query.meta["turn"],
+        levels=list(levels),
+        turn4_in_context=query.meta["turn4_in_context"],
+        raw=output.text,
+        parse_status=status,
+        parse_detail=detail,
+        choice=choice,
+        selected_level=level,
+        correct=level == "high",
+        option_logprobs=[float(v) for v in output.option_logprobs] if output.option_logprobs else None,
+        latency_s=output.latency_s,
+        compute_s=compute_s,
+        input_tokens=output.input_tokens,
+        output_tokens=output.output_tokens,
+        cost_usd=output.cost_usd,
+        error=output.error,
+        prompt=prompt_record(query),
+        details=output.details,
+    )
+
+
+def safe_answer_record(query: ChoiceQuery, mode: str, output: ModelOutput, compute_s: float) -> RoundRecord:
+    """answer_record, or, if reading this one answer fails in any way, the same record carrying that error."""
+    try:
+        return answer_record(query, mode, output, compute_s)
+    except Exception as exc:
+        logger.exception("query %s: cannot read the model's answer", query.uid)
+        failed = ModelOutput(text=output.text if isinstance(output.text, str) else None, latency_s=output.latency_s,
+                             error=f"cannot read the answer: {type(exc).__name__}: {exc}")
+        return answer_record(query, mode, failed, compute_s)
+
+
+def query_size(query: ChoiceQuery) -> float:
+    """Rough prompt length in tokens (audio ~25 tokens/s, text ~4 chars/token), for longest-first batching."""
+    audio_s = sum(p.clip.duration_s for p in query.parts if p.kind == "audio" and p.clip is not None)
+    chars = len(query.system) + sum(len(p.text) for p in query.parts if p.kind == "text")
+    return 25.0 * audio_s + chars / 4.0
+
+
+def ask(model: ChoiceModel, mode: str, queries: list[ChoiceQuery], batch_size: int) -> list[tuple[ModelOutput, float]]:
+    """Outputs in input order, batched longest-first; each with its share of the batch's wall time.
+
+    An adapter exception on a batch is retried query by query; a query that still fails gets its error recorded.
+    """
+    order = sorted(range(len(queries)), key=lambda i: (-query_size(queries[i]), i))
+    results: list[tuple[ModelOutput, float] | None] = [None] * len(queries)
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        batch = [queries[i] for i in idx]
+        began = time.perf_counter()
+        try:
+            outputs = _call(model, mode, batch)
+        except Exception:
+            # Retry one by one, so one bad query fails alone and results stay batch-independent.
+            logger.exception("model %s failed on a batch of %d (%s ...); retrying one query at a time", model.name, len(batch), batch[0].uid)
+            outputs = []
+            for query in batch:
+                try:
+                    outputs += _call(model, mode, [query])
+                except Exception as exc:
+                    logger.error("model %s failed on %s: %s: %s", model.name, query.uid, type(exc).__name__, exc)
+                    outputs.append(ModelOutput(error=f"{type(exc).__name__}: {exc}"))
+        share = (time.perf_counter() - began) / len(batch)
+        for i, output in zip(idx, outputs):
+            if not output.latency_s:
+                output.latency_s = share * len(batch)
+            results[i] = (output, share)
+    return results  # type: ignore[return-value]
+
+
+def _call(model: ChoiceModel, mode: str, batch: list[ChoiceQuery]) -> list[ModelOutput]:
+    outputs = model.generate(batch) if mode == "generate" else model.score(batch)
+    if len(outputs) != len(batch):
+        raise RuntimeError(f"adapter {model.name!r} returned {len(outputs)} outputs for {len(batch)} queries")
+    return outputs
+
+
+def run_rounds(
+    model: ChoiceModel,
+    settings: ProtocolSettings,
+    dialogues: list[Dialogue],
+    trajectories: list[Trajectory],
+    *,
+    batch_size: int = 1,
+) -> list[DialogueRecord]:
+    """Both rounds of every trajectory of a chunk of dialogues; one DialogueRecord per dialogue, in input order.
+
+    Nothing that goes wrong with one query (building it, the model, reading its answer)
+    escapes: it becomes that query's recorded error, and its dialogue fails by name.
+    """
+    rounds: dict[tuple[str, str], list[RoundRecord]] = {(d.id, t.key): [] for d in dialogues for t in trajectories}
+    broken: dict[str, str] = {}  # dialogue id -> why its queries could not be built
+    for round_ in (1, 2):
+        for mode in sorted({t.mode for t in trajectories}):
+            queries = []
+            for dialogue in (d for d in dialogues if d.id not in broken):
+                try:
+                    queries += [
+                        build_query(settings, dialogue, round_, traj,
+                                    context_level(settings, rounds[(dialogue.id, traj.key)][0].selected_level) if round_ == 2 else None)
+                        for traj in trajectories if traj.mode == mode
+                    ]
+                except Exception as exc:
+                    logger.exception("dialogue %s: cannot build its round-%d queries", dialogue.id, round_)
+                    broken[dialogue.id] = f"cannot build round {round_}: {type(exc).__name__}: {exc}"
+            for query, (output, share) in zip(queries, ask(model, mode, queries, batch_size)):
+                key = (query.meta["dialogue_id"], query.meta["trajectory"])
+                rounds[key].append(safe_answer_record(query, mode, output, share))
+    return [_dialogue_record(dialogue, trajectories, rounds, broken.get(dialogue.id)) for dialogue in dialogues]
+
+
+def _dialogue_record(dialogue: Dialogue, trajectories: list[Trajectory], rounds: dict, broken: str | None) -> DialogueRecord:
+    if broken:
+        return DialogueRecord(dialogue.id, dialogue.subscale, "failed", broken)
+    record = DialogueRecord(dialogue.id, dialogue.subscale, "ok", None,
+                            [TrajectoryRecord(t.mode, t.order, t.run, rounds[(dialogue.id, t.key)]) for t in trajectories])
+    errors = [rnd for rnd in record.rounds() if rnd.error]
+    if errors:
+        record.status, record.error = "failed", f"model error on {errors[0].uid}: {errors[0].error}"
+        return record
+    record.votes = {
+        mode: dict(zip(("turn4", "turn6"), (scoring.voted_level(v) for v in scoring.dialogue_prediction(record, mode))))
+        for mode in sorted({t.mode for t in trajectories})
+    }
+    return record
 
 
 def heard_clips(settings: ProtocolSettings, dialogue: Dialogue) -> list[Clip]:

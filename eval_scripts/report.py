@@ -33,13 +33,14 @@ try:  # run as a script from an uninstalled checkout
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from eval_scripts.runner import RunConfig  # noqa: E402
+from eval_scripts.runner import setting_deviations  # noqa: E402
+
 logger = logging.getLogger("eval_scripts.report")
 
 BASELINE_MODELS = frozenset({"random", "prosody"})
 METRIC_COLUMNS = (("acc_turn4", "Acc1"), ("acc_turn6", "Acc2"), ("acc_all", "Acc_all"), ("acc_traj", "Acc_traj"), ("invalid_rate", "invalid"))
 CHANCE = {"acc_turn4": 0.5, "acc_turn6": 0.5, "acc_all": 0.5, "acc_traj": 0.25}
-# Config keys that do not make two runs different experiments.
-NON_EXPERIMENT_KEYS = frozenset({"output_dir", "batch_size", "overwrite", "price_in", "price_out", "n_bootstrap"})
 FIGURE_SEQ = "seq_per_model.png"
 FIGURE_HEATMAP = "subscale_heatmap.png"
 FIGURE_DELTAS = "sequential_vs_direct.png"
@@ -58,6 +59,7 @@ class RunSummary:
     metrics: dict | None
     per_subscale: dict
     kind: str = "model"  # "model" (in the SEQ cohort), "baseline" or "ablation"
+    dataset_fingerprint: str | None = None
     seq: float | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -74,14 +76,7 @@ def run_kind(model_name: str, config: dict) -> str:
     """baseline for shortcut adapters, ablation for non-default protocol settings, else model."""
     if model_name in BASELINE_MODELS:
         return "baseline"
-    main_setting = (
-        config.get("inference", "sequential") == "sequential"
-        and config.get("history", "audio") == "audio"
-        and not config.get("persona")
-        and not config.get("oracle")
-        and not config.get("prompt_file")
-    )
-    return "model" if main_setting else "ablation"
+    return "ablation" if setting_deviations(config) else "model"
 
 
 def load_run(path: str | Path) -> RunSummary:
@@ -110,6 +105,7 @@ def load_run(path: str | Path) -> RunSummary:
         metrics=results["metrics"],
         per_subscale=results.get("per_subscale") or {},
         kind=run_kind(str(model_name), config),
+        dataset_fingerprint=results.get("dataset_fingerprint"),
     )
     if summary.metrics is None:
         summary.notes.append("no dialogue scored")
@@ -196,10 +192,13 @@ def sort_runs(runs: list[RunSummary]) -> list[RunSummary]:
 
 
 def direct_pairs(runs: list[RunSummary]) -> list[tuple[RunSummary, RunSummary]]:
-    """(sequential, direct) runs of the same model and settings, differing only in config.inference."""
+    """(sequential, direct) runs of the same model, settings and dialogues, differing only in config.inference."""
+    neutral = RunConfig.answer_neutral_keys()
+
     def experiment(run: RunSummary) -> str:
-        rest = {k: v for k, v in run.config.items() if k not in NON_EXPERIMENT_KEYS and k != "inference"}
-        return json.dumps(rest, sort_keys=True, default=str)
+        rest = {k: v for k, v in run.config.items() if k not in neutral and k != "inference"}
+        same_dialogues = (run.dataset_fingerprint, run.metric("n_dialogues"))
+        return json.dumps([rest, same_dialogues], sort_keys=True, default=str)
 
     sequential = {experiment(r): r for r in runs if r.inference == "sequential" and r.metrics is not None}
     pairs = []

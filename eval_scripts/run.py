@@ -22,7 +22,7 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eval_scripts import runner  # noqa: E402
+from eval_scripts import protocol  # noqa: E402
 from eval_scripts.runner import RunConfig  # noqa: E402
 from eval_scripts.scoring import FLAT_KEYS  # noqa: E402
 
@@ -75,13 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=RunConfig.seed, help="seed of option orders and per-query seeds")
     p.add_argument("--batch-size", type=int, default=RunConfig.batch_size, help="queries per model call (per process)")
     p.add_argument("--prefetch", type=int, default=RunConfig.prefetch, help="chunks of dialogues decoded ahead in a background thread (default: 1 on a GPU, 0 on CPU)")
-    p.add_argument("--inference", choices=runner.INFERENCES, default=RunConfig.inference, help="round 2 hears the model's own turn-4 pick, or the resonant one")
-    p.add_argument("--history", choices=runner.HISTORIES, default=RunConfig.history, help="history turns as clips or as transcripts")
-    p.add_argument("--orders", choices=runner.ORDERS, default=RunConfig.orders, help="random option order per dialogue/round/run, or every dialogue in both orders")
+    p.add_argument("--inference", choices=protocol.INFERENCES, default=RunConfig.inference, help="round 2 hears the model's own turn-4 pick, or the resonant one")
+    p.add_argument("--history", choices=protocol.HISTORIES, default=RunConfig.history, help="history turns as clips or as transcripts")
+    p.add_argument("--orders", choices=protocol.ORDERS, default=RunConfig.orders, help="random option order per dialogue/round/run, or every dialogue in both orders")
     p.add_argument("--num-runs", type=int, default=RunConfig.num_runs, help="runs per item, majority-voted")
     p.add_argument("--persona", choices=persona_names(), default=None, help="replace the system prompt by a persona (SPEC §5)")
     p.add_argument("--prompt-file", default=None, help="another prompt template JSON (same keys as eval_scripts/prompts/forced_choice_v1.json)")
-    p.add_argument("--choice-mode", choices=runner.CHOICE_MODES, default=RunConfig.choice_mode, help="JSON answer, or score the two answers in one forward pass")
+    p.add_argument("--choice-mode", choices=protocol.CHOICE_MODES, default=RunConfig.choice_mode, help="JSON answer, or score the two answers in one forward pass")
     p.add_argument("--oracle", action="store_true", help="replace each candidate clip by its tone instruction as text (scenario sanity check)")
     p.add_argument("--dtype", default=None, help="HF models: torch dtype (auto, bfloat16, float16, float32)")
     p.add_argument("--device-map", default=None, help="HF models: from_pretrained device_map (e.g. auto); default: this process's device")

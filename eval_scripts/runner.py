@@ -1,9 +1,10 @@
-"""The evaluation runner: dataset -> prompts -> model -> parsed choices -> run directory.
+"""The evaluation runner: dataset -> decoded dialogues -> protocol.run_rounds -> run directory.
 
-Sharded with accelerate (each process takes a contiguous slice of the pending
-dialogues), batched (longest queries first, results back in input order),
-resumable (per-rank append-only JSONL) and tolerant of broken clips (the
-dialogue fails with an error naming the clip; the run goes on).
+The protocol (prompts, both rounds, reading answers) lives in protocol.py; this
+module does what surrounds it: sharding with accelerate (each process takes a
+contiguous slice of the pending dialogues), resuming (per-rank append-only
+JSONL), provenance (config, versions, git hash, fingerprint) and the files of a
+run directory. A broken clip fails its dialogue, named; the run goes on.
 """
 
 from __future__ import annotations
@@ -19,16 +20,14 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from eval_scripts import protocol
 from eval_scripts import prefetch
+from eval_scripts import protocol
 from eval_scripts import scoring
 from eval_scripts import store
+from eval_scripts.records import DialogueRecord
 from eval_scripts.models.base import ChoiceModel
-from eval_scripts.models.base import ChoiceQuery
 from eval_scripts.models.base import Clip
-from eval_scripts.models.base import ModelOutput
 from eval_scripts.models.base import build_model
-from eval_scripts.parsing import parse_answer
 from eval_scripts.prompts import load_template
 from eval_scripts.prompts import persona_text
 from eval_scripts.prompts import prompt_hash
@@ -40,14 +39,6 @@ logger = logging.getLogger(__name__)
 
 SAMPLES_FILE = store.SAMPLES_FILE
 RESULTS_FILE = store.RESULTS_FILE
-# Settings that may change between a run and its resumption without changing any answer.
-# (The dataset is identified by its content fingerprint, not by the path or Hub id it came from.)
-RESUMABLE_CHANGES = ("batch_size", "prefetch", "limit", "overwrite", "output_dir", "dataset")
-# Allowed values of the protocol options (the CLI offers exactly these).
-INFERENCES = ("sequential", "direct")
-HISTORIES = ("audio", "text")
-ORDERS = ("random", "both")
-CHOICE_MODES = ("generate", "logprob", "both")
 VERSION_PACKAGES = ("speecheq", "torch", "transformers", "accelerate", "datasets", "numpy", "evaluate", "torchcodec")
 
 
@@ -55,18 +46,25 @@ class DialogueError(RuntimeError):
     """A dialogue that cannot be evaluated (a clip missing or undecodable); the message names it."""
 
 
+# Marks a RunConfig field whose value never changes an answer: it may change when a run is resumed,
+# and two runs that differ only in such fields are the same experiment (the report pairs them).
+ANSWER_NEUTRAL = {"answer_neutral": True}
+
+
 @dataclass
 class RunConfig:
     """Every option of a run (the CLI fills it; tests build it directly)."""
 
     model: str
-    output_dir: str
-    dataset: str | None = None
+    output_dir: str = field(metadata=ANSWER_NEUTRAL)
+    # The dataset is identified by its content fingerprint, not by the path or Hub id it came from.
+    dataset: str | None = field(default=None, metadata=ANSWER_NEUTRAL)
     model_args: dict = field(default_factory=dict)
-    limit: int | None = None
+    limit: int | None = field(default=None, metadata=ANSWER_NEUTRAL)  # a larger limit extends a run
     seed: int = 0
-    batch_size: int = 1
-    prefetch: int | None = None  # chunks of dialogues loaded ahead in a background thread; None: 1 on a GPU, 0 on CPU
+    batch_size: int = field(default=1, metadata=ANSWER_NEUTRAL)
+    # Chunks of dialogues loaded ahead in a background thread; None: 1 on a GPU, 0 on CPU.
+    prefetch: int | None = field(default=None, metadata=ANSWER_NEUTRAL)
     inference: str = "sequential"
     history: str = "audio"
     orders: str = "random"
@@ -75,10 +73,15 @@ class RunConfig:
     prompt_file: str | None = None
     choice_mode: str = "generate"  # "generate", "logprob" or "both"
     oracle: bool = False
-    overwrite: bool = False
-    price_in: float | None = None  # USD per million input tokens
-    price_out: float | None = None  # USD per million output tokens
-    n_bootstrap: int = 1000
+    overwrite: bool = field(default=False, metadata=ANSWER_NEUTRAL)
+    price_in: float | None = field(default=None, metadata=ANSWER_NEUTRAL)  # USD per million input tokens
+    price_out: float | None = field(default=None, metadata=ANSWER_NEUTRAL)  # USD per million output tokens
+    n_bootstrap: int = field(default=1000, metadata=ANSWER_NEUTRAL)
+
+    @classmethod
+    def answer_neutral_keys(cls) -> frozenset[str]:
+        """The fields that never change an answer (see ANSWER_NEUTRAL)."""
+        return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("answer_neutral"))
 
     @property
     def modes(self) -> list[str]:
@@ -87,10 +90,10 @@ class RunConfig:
     def validate(self) -> None:
         """Reject impossible settings with a message naming the option."""
         checks = {
-            "inference": (self.inference, INFERENCES),
-            "history": (self.history, HISTORIES),
-            "orders": (self.orders, ORDERS),
-            "choice_mode": (self.choice_mode, CHOICE_MODES),
+            "inference": (self.inference, protocol.INFERENCES),
+            "history": (self.history, protocol.HISTORIES),
+            "orders": (self.orders, protocol.ORDERS),
+            "choice_mode": (self.choice_mode, protocol.CHOICE_MODES),
         }
         for name, (value, allowed) in checks.items():
             if value not in allowed:
@@ -111,6 +114,25 @@ class RunConfig:
         out.pop("n_bootstrap")
         out.pop("overwrite")
         return out
+
+
+def setting_deviations(config: dict) -> list[str]:
+    """How a run's recorded config departs from the main setting of SPEC §5, as label words; [] for the main setting.
+
+    The main setting: sequential inference, audio history, the default system prompt and template, real clips.
+    """
+    deviations = []
+    if config.get("persona"):
+        deviations.append(f"persona={config['persona']}")
+    if config.get("inference", "sequential") != "sequential":
+        deviations.append(config["inference"])
+    if config.get("history", "audio") != "audio":
+        deviations.append(f"history={config['history']}")
+    if config.get("oracle"):
+        deviations.append("oracle")
+    if config.get("prompt_file"):
+        deviations.append(f"prompt={Path(config['prompt_file']).name}")
+    return deviations
 
 
 def redact(args: dict) -> dict:
@@ -161,7 +183,7 @@ def dialogue_from_row(row: dict, sampling_rate: int | None) -> protocol.Dialogue
 
 def load_dialogues(
     dataset, indices: list[int], model: ChoiceModel, prepare_for: protocol.ProtocolSettings | None = None
-) -> tuple[list[protocol.Dialogue], list[dict]]:
+) -> tuple[list[protocol.Dialogue], list[DialogueRecord]]:
     """Decode the rows at `indices`; undecodable ones become failed records.
 
     With `prepare_for`, the model also prepares the clips those settings' queries will hear (the loader thread's share).
@@ -173,165 +195,12 @@ def load_dialogues(
             dialogue = dialogue_from_row(row, model.sampling_rate)
         except DialogueError as exc:
             logger.error("%s", exc)
-            failed.append({"id": str(row["id"]), "subscale": str(row["subscale"]), "status": "failed", "error": str(exc), "trajectories": []})
+            failed.append(DialogueRecord(str(row["id"]), str(row["subscale"]), "failed", str(exc)))
             continue
         if prepare_for is not None:
             model.prepare_clips(protocol.heard_clips(prepare_for, dialogue))
         dialogues.append(dialogue)
     return dialogues, failed
-
-
-# ---------------------------------------------------------------- model calls
-
-
-def query_size(query: ChoiceQuery) -> float:
-    """Rough prompt length in tokens (audio ~25 tokens/s, text ~4 chars/token), for longest-first batching."""
-    audio_s = sum(p.clip.duration_s for p in query.parts if p.kind == "audio" and p.clip is not None)
-    chars = len(query.system) + sum(len(p.text) for p in query.parts if p.kind == "text")
-    return 25.0 * audio_s + chars / 4.0
-
-
-def call_model(model: ChoiceModel, mode: str, queries: list[ChoiceQuery], batch_size: int) -> list[tuple[ModelOutput, float]]:
-    """Outputs in input order, batched longest-first; each with its share of the batch's wall time.
-
-    An adapter exception on a batch is retried query by query; a query that still fails gets its error recorded.
-    """
-    order = sorted(range(len(queries)), key=lambda i: (-query_size(queries[i]), i))
-    results: list[tuple[ModelOutput, float] | None] = [None] * len(queries)
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        batch = [queries[i] for i in idx]
-        began = time.perf_counter()
-        try:
-            outputs = _answer(model, mode, batch)
-        except Exception:
-            # Retry one by one, so one bad query fails alone and results stay batch-independent.
-            logger.exception("model %s failed on a batch of %d (%s ...); retrying one query at a time", model.name, len(batch), batch[0].uid)
-            outputs = []
-            for query in batch:
-                try:
-                    outputs += _answer(model, mode, [query])
-                except Exception as exc:
-                    logger.error("model %s failed on %s: %s: %s", model.name, query.uid, type(exc).__name__, exc)
-                    outputs.append(ModelOutput(error=f"{type(exc).__name__}: {exc}"))
-        share = (time.perf_counter() - began) / len(batch)
-        for i, output in zip(idx, outputs):
-            if not output.latency_s:
-                output.latency_s = share * len(batch)
-            results[i] = (output, share)
-    return results  # type: ignore[return-value]
-
-
-def _answer(model: ChoiceModel, mode: str, batch: list[ChoiceQuery]) -> list[ModelOutput]:
-    outputs = model.generate(batch) if mode == "generate" else model.score(batch)
-    if len(outputs) != len(batch):
-        raise RuntimeError(f"adapter {model.name!r} returned {len(outputs)} outputs for {len(batch)} queries")
-    return outputs
-
-
-def round_entry(query: ChoiceQuery, mode: str, output: ModelOutput, compute_s: float) -> dict:
-    """What samples.jsonl keeps of one answered query."""
-    if output.error:
-        choice, status, detail = None, "error", output.error
-    elif mode == "logprob" and output.text is None:
-        choice = output.choice if output.choice in (1, 2) else None
-        status, detail = ("logprob" if choice else "invalid"), ""
-    else:
-        parsed = parse_answer(output.text)
-        choice, status, detail = parsed.choice, parsed.status, parsed.detail
-    levels = query.meta["levels"]
-    level = protocol.selected_level(levels, choice)
-    return {
-        "round": query.meta["round"],
-        "turn": query.meta["turn"],
-        "uid": query.uid,
-        "levels": levels,
-        "turn4_in_context": query.meta["turn4_in_context"],
-        "raw": output.text,
-        "parse_status": status,
-        "parse_detail": detail,
-        "choice": choice,
-        "selected_level": level,
-        "correct": level == "high",
-        "option_logprobs": list(output.option_logprobs) if output.option_logprobs else None,
-        "latency_s": output.latency_s,
-        "compute_s": compute_s,
-        "input_tokens": output.input_tokens,
-        "output_tokens": output.output_tokens,
-        "cost_usd": output.cost_usd,
-        "error": output.error,
-    }
-
-
-def evaluate_chunk(
-    model: ChoiceModel,
-    settings: protocol.ProtocolSettings,
-    dialogues: list[protocol.Dialogue],
-    trajectories: list[protocol.Trajectory],
-    batch_size: int,
-) -> list[dict]:
-    """Both rounds of every trajectory of a chunk of dialogues; one record per dialogue.
-
-    Nothing that goes wrong with one query (building it, the model, reading its answer)
-    escapes: it becomes that query's recorded error, and its dialogue fails by name.
-    """
-    rounds: dict[tuple[str, str], list[dict]] = {(d.id, t.key): [] for d in dialogues for t in trajectories}
-    broken: dict[str, str] = {}  # dialogue id -> why its queries could not be built
-    for round_ in (1, 2):
-        for mode in sorted({t.mode for t in trajectories}):
-            jobs = []
-            for dialogue in (d for d in dialogues if d.id not in broken):
-                try:
-                    dialogue_jobs = []
-                    for traj in (t for t in trajectories if t.mode == mode):
-                        turn4 = None
-                        if round_ == 2:
-                            turn4 = protocol.context_level(settings, rounds[(dialogue.id, traj.key)][0]["selected_level"])
-                        dialogue_jobs.append(protocol.build_query(settings, dialogue, round_, traj, turn4))
-                except Exception as exc:
-                    logger.exception("dialogue %s: cannot build its round-%d queries", dialogue.id, round_)
-                    broken[dialogue.id] = f"cannot build round {round_}: {type(exc).__name__}: {exc}"
-                    continue
-                jobs += dialogue_jobs
-            for query, (output, share) in zip(jobs, call_model(model, mode, jobs, batch_size)):
-                key = (query.meta["dialogue_id"], query.meta["trajectory"])
-                rounds[key].append(safe_round_entry(query, mode, output, share))
-    records = []
-    for dialogue in dialogues:
-        record = {"id": dialogue.id, "subscale": dialogue.subscale, "status": "ok", "error": None, "trajectories": []}
-        if dialogue.id in broken:
-            record.update(status="failed", error=broken[dialogue.id])
-            records.append(record)
-            continue
-        record["trajectories"] = [
-            {"mode": t.mode, "order": t.order, "run": t.run, "rounds": rounds[(dialogue.id, t.key)]} for t in trajectories
-        ]
-        errors = [rnd for e in record["trajectories"] for rnd in e["rounds"] if rnd["error"]]
-        if errors:
-            record["status"] = "failed"
-            record["error"] = f"model error on {errors[0]['uid']}: {errors[0]['error']}"
-        else:
-            record["votes"] = {
-                mode: dict(zip(("turn4", "turn6"), _levels_of(scoring.dialogue_prediction(record, mode))))
-                for mode in sorted({t.mode for t in trajectories})
-            }
-        records.append(record)
-    return records
-
-
-def safe_round_entry(query: ChoiceQuery, mode: str, output: ModelOutput, compute_s: float) -> dict:
-    """round_entry, or, if reading this one answer fails in any way, the same entry recording that error."""
-    try:
-        return round_entry(query, mode, output, compute_s)
-    except Exception as exc:
-        logger.exception("query %s: cannot read the model's answer", query.uid)
-        failed = ModelOutput(text=output.text if isinstance(output.text, str) else None, latency_s=output.latency_s,
-                             error=f"cannot read the answer: {type(exc).__name__}: {exc}")
-        return round_entry(query, mode, failed, compute_s)
-
-
-def _levels_of(votes: list[int]) -> list[str | None]:
-    return [{1: "high", 2: "low"}.get(v) for v in votes]
 
 
 # ---------------------------------------------------------------- the run
@@ -342,14 +211,14 @@ def check_model(model: ChoiceModel, config: RunConfig) -> None:
     for mode in config.modes:
         if mode not in model.modes:
             raise ValueError(f"model {config.model!r} has no {mode!r} choice mode (it supports: {', '.join(sorted(model.modes))})")
-    if model.needs_text_parts and not (config.oracle and config.history == "text"):
+    if model.needs_text_parts and protocol.plays_audio(config.history, config.oracle):
         raise ValueError(f"model {config.model!r} reads text only: run it with --oracle --history text")
 
 
 def identity(config: RunConfig, fingerprint: str, the_prompt_hash: str) -> dict:
     """What must match for a run directory to be resumed."""
     public = config.public()
-    for key in RESUMABLE_CHANGES:
+    for key in RunConfig.answer_neutral_keys():
         public.pop(key, None)
     return {"config": public, "dataset_fingerprint": fingerprint, "prompt_hash": the_prompt_hash}
 
@@ -473,11 +342,11 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
 
     ids = [str(i) for i in dataset["id"]]
     known_ids = set(ids)  # a list lookup per shard record made resuming a large run quadratic
-    previous = {}
+    previous: dict[str, DialogueRecord] = {}
     for record in store.read_shards(run_dir):
-        if record["id"] in known_ids and (record["status"] == "ok" or record["id"] not in previous):
-            previous[record["id"]] = record
-    done = {i for i, r in previous.items() if r["status"] == "ok"}
+        if record.id in known_ids and (record.ok or record.id not in previous):
+            previous[record.id] = record
+    done = {i for i, r in previous.items() if r.ok}
     pending = [k for k, i in enumerate(ids) if i not in done]
     if is_main and done:
         logger.info("resuming %s: %d of %d dialogues already done", run_dir, len(done), len(ids))
@@ -490,7 +359,7 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
     )
     trajectories = protocol.plan_trajectories(config.modes, config.orders, config.num_runs)
     chunk_size = max(1, config.batch_size) * 2
-    new_records: list[dict] = []
+    new_records: list[DialogueRecord] = []
     session_began = time.perf_counter()
     with accelerator.split_between_processes(pending) as mine:
         mine = list(mine)
@@ -507,8 +376,8 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
         loaded = prefetch.prefetched(chunks, lambda chunk: load_dialogues(dataset, chunk, model, prepare_for), depth=ahead)
         with store.ShardWriter(store.shard_path(run_dir, accelerator.process_index)) as writer, contextlib.closing(loaded):
             for chunk, (dialogues, failed) in zip(chunks, loaded):
-                records = evaluate_chunk(model, settings, dialogues, trajectories, config.batch_size) if dialogues else []
-                by_id = {r["id"]: r for r in records + failed}
+                records = protocol.run_rounds(model, settings, dialogues, trajectories, batch_size=config.batch_size) if dialogues else []
+                by_id = {r.id: r for r in records + failed}
                 for k in chunk:  # dataset order within the chunk
                     record = by_id[ids[k]]
                     writer.append(record)
@@ -522,8 +391,8 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
         return None
     final = dict(previous)
     for record in gathered:
-        if record["status"] == "ok" or final.get(record["id"], {}).get("status") != "ok":
-            final[record["id"]] = record
+        if record.ok or record.id not in final or not final[record.id].ok:
+            final[record.id] = record
     ordered = [final[i] for i in ids if i in final]
     results = build_results(config, model, ordered, fingerprint, the_prompt_hash, template, accelerator.num_processes)
     # This invocation's throughput over all processes (start-up excluded; resumed work not counted).
@@ -565,7 +434,7 @@ def build_results(config, model, records, fingerprint, the_prompt_hash, template
         "versions": package_versions(),
         "git_hash": git_hash(),
         "num_processes": num_processes,
-        "failed_dialogues": [{"id": r["id"], "error": r["error"]} for r in records if r["status"] != "ok"],
+        "failed_dialogues": [{"id": r.id, "error": r.error} for r in records if not r.ok],
     }
     if "by_order" not in results:
         results["by_order"] = None
@@ -574,17 +443,9 @@ def build_results(config, model, records, fingerprint, the_prompt_hash, template
 
 
 def model_label(config: RunConfig, description: dict) -> str:
-    """Display name: the adapter's own label, else its name with the notable settings."""
+    """Display name: the adapter's own label, else its name, with the settings that depart from the main one."""
     label = description.get("label") or config.model
-    extras = []
-    if config.persona:
-        extras.append(f"persona={config.persona}")
-    if config.inference != "sequential":
-        extras.append(config.inference)
-    if config.history != "audio":
-        extras.append(f"history={config.history}")
-    if config.oracle:
-        extras.append("oracle")
+    extras = setting_deviations(config.public())
     if config.choice_mode != "generate":
         extras.append(config.choice_mode)
     return label + (f" [{', '.join(extras)}]" if extras else "")

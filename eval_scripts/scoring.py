@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from eval_scripts.records import DialogueRecord
 from eval_scripts.store import iter_rounds
+from speecheq_dataset.http_api import cost_usd
 from speecheq_metric import forced_choice_metrics
 from speecheq_metric import majority_vote
 
@@ -23,32 +25,37 @@ def canonical(level: str | None) -> int:
     return CANONICAL[level]
 
 
-def dialogue_prediction(record: dict, mode: str, order: str | None = None) -> list[int]:
+def voted_level(vote: int) -> str | None:
+    """The level a canonical vote stands for: "high", "low", or None for no majority."""
+    return {1: "high", 2: "low"}.get(vote)
+
+
+def dialogue_prediction(record: DialogueRecord, mode: str, order: str | None = None) -> list[int]:
     """[turn4, turn6] majority votes of one dialogue over its runs (of one order, when given)."""
     votes = []
     for round_ in (1, 2):
         levels = [
-            rnd["selected_level"]
-            for traj in record["trajectories"]
-            if traj["mode"] == mode and (order is None or traj["order"] == order)
-            for rnd in traj["rounds"]
-            if rnd["round"] == round_
+            rnd.selected_level
+            for traj in record.trajectories
+            if traj.mode == mode and (order is None or traj.order == order)
+            for rnd in traj.rounds
+            if rnd.round == round_
         ]
         if not levels:
-            raise ValueError(f"dialogue {record['id']}: no round-{round_} answers in mode {mode!r}, order {order!r}")
+            raise ValueError(f"dialogue {record.id}: no round-{round_} answers in mode {mode!r}, order {order!r}")
         votes.append(majority_vote([canonical(level) for level in levels]))
     return votes
 
 
-def metrics_for(records: list[dict], mode: str, order: str | None = None, *, n_bootstrap: int, seed: int) -> dict:
+def metrics_for(records: list[DialogueRecord], mode: str, order: str | None = None, *, n_bootstrap: int, seed: int) -> dict:
     """forced_choice_metrics over the voted predictions of finished dialogues."""
     predictions = [dialogue_prediction(r, mode, order) for r in records]
     references = [[1, 1] for _ in records]
-    subscales = [r["subscale"] for r in records]
+    subscales = [r.subscale for r in records]
     return forced_choice_metrics(predictions, references, subscales, n_bootstrap=n_bootstrap, seed=seed)
 
 
-def position_bias(records: list[dict], mode: str) -> dict:
+def position_bias(records: list[DialogueRecord], mode: str) -> dict:
     """Share of paired decisions (same dialogue, round, run; both orders) answered with the same position.
 
     A model that judges the clips picks different positions when the order is
@@ -58,11 +65,11 @@ def position_bias(records: list[dict], mode: str) -> dict:
     same = total = skipped = 0
     for record in records:
         by_key: dict[tuple[int, int], dict[str, int | None]] = {}
-        for traj in record["trajectories"]:
-            if traj["mode"] != mode or traj["order"] not in ("high_first", "low_first"):
+        for traj in record.trajectories:
+            if traj.mode != mode or traj.order not in ("high_first", "low_first"):
                 continue
-            for rnd in traj["rounds"]:
-                by_key.setdefault((traj["run"], rnd["round"]), {})[traj["order"]] = rnd["choice"]
+            for rnd in traj.rounds:
+                by_key.setdefault((traj.run, rnd.round), {})[traj.order] = rnd.choice
         for pair in by_key.values():
             if len(pair) != 2:
                 continue
@@ -75,28 +82,24 @@ def position_bias(records: list[dict], mode: str) -> dict:
     return {"position_bias_rate": same / total if total else None, "pairs": total, "pairs_with_invalid": skipped}
 
 
-def deployment(records: list[dict], price_in: float | None, price_out: float | None) -> dict:
-    """Mean latency per query, tokens/s, and cost per 100 queries (USD; prices per million tokens)."""
+def deployment(records: list[DialogueRecord], price_in: float | None = None, price_out: float | None = None) -> dict:
+    """Mean latency per query, tokens/s, queries/s, and cost per 100 queries (USD; prices per million tokens).
+
+    A query costs what its adapter reported, else its tokens at the run's prices; one unpriced query leaves the total unknown.
+    """
     rounds = [rnd for _, rnd in iter_rounds(records)]
     if not rounds:
         return {"queries": 0, "mean_latency_s": None, "tokens_per_s": None, "queries_per_s": None, "cost_per_100_queries": None}
-    latency = [rnd.get("latency_s") or 0.0 for rnd in rounds]
-    compute = sum(rnd.get("compute_s") or 0.0 for rnd in rounds)
-    out_tokens = [rnd.get("output_tokens") for rnd in rounds]
-    in_tokens = [rnd.get("input_tokens") for rnd in rounds]
+    compute = sum(rnd.compute_s or 0.0 for rnd in rounds)
+    out_tokens = [rnd.output_tokens for rnd in rounds]
+    in_tokens = [rnd.input_tokens for rnd in rounds]
     total_out = sum(t for t in out_tokens if t)
-    costs = [rnd.get("cost_usd") for rnd in rounds]
-    cost: float | None = None
-    if all(c is not None for c in costs):
-        cost = sum(costs)
-    elif price_in is not None or price_out is not None:
-        if any(t is None for t in in_tokens + out_tokens):
-            cost = None  # an adapter that reports no token counts cannot be priced
-        else:
-            cost = (sum(in_tokens) * (price_in or 0.0) + sum(out_tokens) * (price_out or 0.0)) / 1e6
+    costs = [rnd.cost_usd if rnd.cost_usd is not None else cost_usd(rnd.input_tokens, rnd.output_tokens, price_in, price_out)
+             for rnd in rounds]
+    cost = sum(costs) if all(c is not None for c in costs) else None
     return {
         "queries": len(rounds),
-        "mean_latency_s": sum(latency) / len(rounds),
+        "mean_latency_s": sum(rnd.latency_s or 0.0 for rnd in rounds) / len(rounds),
         "tokens_per_s": total_out / compute if compute > 0 and total_out else None,
         "queries_per_s": len(rounds) / compute if compute > 0 else None,
         "input_tokens": sum(t for t in in_tokens if t) if any(t is not None for t in in_tokens) else None,
@@ -105,14 +108,14 @@ def deployment(records: list[dict], price_in: float | None, price_out: float | N
     }
 
 
-def parse_summary(records: list[dict]) -> dict[str, int]:
+def parse_summary(records: list[DialogueRecord]) -> dict[str, int]:
     """How often each parse status occurred, over every query of finished dialogues."""
-    counts = Counter(rnd["parse_status"] for _, rnd in iter_rounds(records))
+    counts = Counter(rnd.parse_status for _, rnd in iter_rounds(records))
     return dict(sorted(counts.items()))
 
 
 def summarise(
-    records: list[dict],
+    records: list[DialogueRecord],
     *,
     modes: list[str],
     orders: str,
@@ -122,7 +125,7 @@ def summarise(
     price_out: float | None = None,
 ) -> dict:
     """The metric part of results.json from finished (status ok) records, first mode primary."""
-    ok = [r for r in records if r["status"] == "ok"]
+    ok = [r for r in records if r.ok]
     out: dict = {"n_dialogues_ok": len(ok), "n_dialogues_failed": len(records) - len(ok)}
     if not ok:  # every dialogue failed: the same keys, nothing to score
         out.update(metrics=None, per_subscale={}, per_composite={}, parse_status={}, deployment=deployment([], price_in, price_out))

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from eval_scripts.records import DialogueRecord
+from eval_scripts.records import RoundRecord
+from eval_scripts.records import SchemaVersionError
 from speecheq_dataset.files import stale_temporaries
 from speecheq_dataset.files import write_bytes_atomic
 from speecheq_dataset.secrecy import scrub_bytes
@@ -30,9 +32,10 @@ RESULTS_FILE = "results.json"
 ATOMIC_FILES = (SAMPLES_FILE, RESULTS_FILE, RUN_CONFIG)
 
 
-def jsonl_line(record: dict) -> bytes:
+def jsonl_line(record: DialogueRecord | dict) -> bytes:
     """One record as a JSONL line; shards and samples.jsonl share it, so their lines are byte-identical."""
-    return scrub_bytes(json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")) + b"\n"
+    data = record.to_json() if isinstance(record, DialogueRecord) else record
+    return scrub_bytes(json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8")) + b"\n"
 
 
 def shard_path(run_dir: Path, rank: int) -> Path:
@@ -60,31 +63,41 @@ def read_jsonl(path: Path) -> list[dict]:
     return records
 
 
-def read_shards(run_dir: Path) -> list[dict]:
+def read_records(path: Path) -> list[DialogueRecord]:
+    """The DialogueRecords of a shard or samples file (a torn last line skipped); a record of another schema is refused."""
+    records = []
+    for data in read_jsonl(path):
+        try:
+            records.append(DialogueRecord.from_json(data))
+        except SchemaVersionError as exc:
+            raise SchemaVersionError(f"{path}: {exc}; use another --output-dir, or --overwrite to start over") from None
+    return records
+
+
+def read_shards(run_dir: Path) -> list[DialogueRecord]:
     """Records of every rank file of a run directory, rank files in name order."""
     folder = Path(run_dir) / SHARDS_DIR
     if not folder.is_dir():
         return []
-    records: list[dict] = []
+    records: list[DialogueRecord] = []
     for path in sorted(folder.glob("rank*.jsonl")):
-        records.extend(read_jsonl(path))
+        records.extend(read_records(path))
     return records
 
 
-def read_samples(run_dir: Path) -> list[dict]:
+def read_samples(run_dir: Path) -> list[DialogueRecord]:
     """The dialogue records of a finished run's samples.jsonl, in dataset order."""
     path = Path(run_dir) / SAMPLES_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no samples file (the run has not finished)")
-    return read_jsonl(path)
+    return read_records(path)
 
 
-def iter_rounds(records: Iterable[dict]) -> Iterator[tuple[dict, dict]]:
-    """(dialogue record, round entry) for every answered query of the records, in file order."""
+def iter_rounds(records: Iterable[DialogueRecord]) -> Iterator[tuple[DialogueRecord, RoundRecord]]:
+    """(dialogue record, round record) for every answered query of the records, in file order."""
     for record in records:
-        for trajectory in record["trajectories"]:
-            for entry in trajectory["rounds"]:
-                yield record, entry
+        for entry in record.rounds():
+            yield record, entry
 
 
 def repair_tail(path: Path) -> None:
@@ -111,7 +124,7 @@ class ShardWriter:
         repair_tail(self.path)
         self._handle = open(self.path, "ab")  # plain open(): the usual mode under the umask
 
-    def append(self, record: dict) -> None:
+    def append(self, record: DialogueRecord) -> None:
         self._handle.write(jsonl_line(record))
         self._handle.flush()
         os.fsync(self._handle.fileno())
@@ -131,7 +144,7 @@ def write_json_atomic(path: Path, obj: object) -> None:
     write_bytes_atomic(Path(path), scrub_bytes((json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")))
 
 
-def write_jsonl_atomic(path: Path, records: list[dict]) -> None:
+def write_jsonl_atomic(path: Path, records: list[DialogueRecord] | list[dict]) -> None:
     """Write a whole JSONL file atomically."""
     data = b"".join(jsonl_line(r) for r in records)
     write_bytes_atomic(Path(path), data)

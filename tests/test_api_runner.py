@@ -24,10 +24,10 @@ def test_runner_end_to_end_never_writes_the_key(name, real_raw_dir, tmp_path, mo
         json_answer({"error": {"message": f"Incorrect API key provided: {SENTINEL}"}}, status=401),
     ])
     out = tmp_path / "run"
-    args = f"model=test-model,base_url={spec['base'](fake.url)},backoff_base=0.001,backoff_max=0.002,max_attempts=3,price_in=2.0,price_out=10.0,concurrency=2"
+    args = f"model=test-model,base_url={spec['base'](fake.url)},backoff_base=0.001,backoff_max=0.002,max_attempts=3,concurrency=2"
     try:
         status = run_main(["--model", name, "--model-args", args, "--dataset", str(real_raw_dir), "--limit", "2",
-                           "--output-dir", str(out), "--no-progress", "--n-bootstrap", "0"])
+                           "--output-dir", str(out), "--no-progress", "--n-bootstrap", "0", "--price-in", "2", "--price-out", "10"])
     finally:
         fake.close()
     assert status == 0

@@ -101,7 +101,7 @@ def test_tiny_models_are_labelled_and_deterministic(tiny):
 
 def _answers(run_dir):
     return [
-        (r["uid"], r["raw"], r["choice"], r["input_tokens"], r["output_tokens"], r["turn4_in_context"])
+        (r.uid, r.raw, r.choice, r.input_tokens, r.output_tokens, r.turn4_in_context)
         for _, r in store.iter_rounds(store.read_samples(run_dir))
     ]
 

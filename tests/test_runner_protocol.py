@@ -201,12 +201,13 @@ def test_round2_hears_the_model_own_pick_or_the_resonant_clip(real_rows, tmp_pat
     results, run_dir = run_with(model, real_rows, tmp_path, inference=inference)
     by_uid = {q.uid: q for q in model.seen}
     for record in store.read_samples(run_dir):
-        r1, r2 = record["trajectories"][0]["rounds"]
-        picked = r1["levels"][0]
-        heard = by_uid[r2["uid"]]
+        r1, r2 = record.trajectories[0].rounds
+        picked = r1.levels[0]
+        heard = by_uid[r2.uid]
         expected = picked if inference == "sequential" else "high"
         assert f"turn4_audio_{expected}" in audio_columns(heard)
-        assert r2["turn4_in_context"] == expected
+        assert r2.turn4_in_context == expected
+        assert r2.prompt.audio_columns == audio_columns(heard)  # the record names the clips the model heard
     assert results["metrics"]["invalid_rate"] == 0
 
 
@@ -220,16 +221,16 @@ def test_random_run_writes_the_contract_files(real_rows, tmp_path):
         assert key in results
     assert results["config"]["num_runs"] == 3 and results["metrics"]["n_dialogues"] == N_DIALOGUES
     samples = store.read_samples(run_dir)
-    assert [s["id"] for s in samples] == list(real_rows["id"])
+    assert [s.id for s in samples] == list(real_rows["id"])
     for s in samples:
-        assert [(t["run"], [r["round"] for r in t["rounds"]]) for t in s["trajectories"]] == [(0, [1, 2]), (1, [1, 2]), (2, [1, 2])]
+        assert [(t.run, [r.round for r in t.rounds]) for t in s.trajectories] == [(0, [1, 2]), (1, [1, 2]), (2, [1, 2])]
         # the recorded vote is the majority of the three runs' picked levels
         for rnd, turn in ((0, "turn4"), (1, "turn6")):
-            levels = [t["rounds"][rnd]["selected_level"] for t in s["trajectories"]]
-            assert s["votes"]["generate"][turn] == max(set(levels), key=levels.count)
-        for t in s["trajectories"]:
-            for r in t["rounds"]:
-                assert r["parse_status"] == "json" and r["raw"] and r["latency_s"] >= 0
+            levels = [t.rounds[rnd].selected_level for t in s.trajectories]
+            assert s.votes["generate"][turn] == max(set(levels), key=levels.count)
+        for t in s.trajectories:
+            for r in t.rounds:
+                assert r.parse_status == "json" and r.raw and r.latency_s >= 0
 
 
 def test_both_orders_report_accuracy_per_order_and_position_bias(real_rows, tmp_path):
@@ -250,9 +251,9 @@ def test_invalid_answers_count_as_wrong_and_keep_the_raw_text(real_rows, tmp_pat
     results, run_dir = run_with(Recorder(answer=lambda q: None), real_rows, tmp_path)
     assert results["metrics"]["invalid_rate"] == 1.0 and results["metrics"]["acc_all"] == 0.0
     record = store.read_samples(run_dir)[0]
-    r1, r2 = record["trajectories"][0]["rounds"]
-    assert r1["raw"] == "no idea" and r1["parse_status"] == "invalid" and r1["choice"] is None
-    assert r2["turn4_in_context"] == "low"  # an invalid pick continues with the dissonant clip
+    r1, r2 = record.trajectories[0].rounds
+    assert r1.raw == "no idea" and r1.parse_status == "invalid" and r1.choice is None
+    assert r2.turn4_in_context == "low"  # an invalid pick continues with the dissonant clip
 
 
 def test_choice_mode_both_reports_each_mode(real_rows, tmp_path):
@@ -280,7 +281,7 @@ def test_corrupt_or_missing_clip_fails_only_that_dialogue_naming_it(real_rows, t
     assert "turn5_audio" in failed[broken_id] and broken_id in failed[broken_id]
     assert "turn6_audio_low" in failed[missing_id]
     assert results["metrics"]["n_dialogues"] == N_DIALOGUES - 2
-    statuses = [record["status"] for record in store.read_samples(run_dir)]
+    statuses = [record.status for record in store.read_samples(run_dir)]
     assert statuses == ["ok", "failed", "failed", "ok"]
 
 

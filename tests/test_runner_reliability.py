@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from eval_scripts import runner
+from eval_scripts import protocol
 from eval_scripts import store
 from eval_scripts.models.base import ModelOutput
 from eval_scripts.models.base import build_model
@@ -47,21 +47,21 @@ def test_no_answer_stops_the_run_and_an_unreadable_one_fails_only_its_dialogue(r
     assert list(failed) == [bad] and "cannot read the answer: TypeError" in failed[bad]
     assert results["metrics"]["n_dialogues"] == N_DIALOGUES - 1
     rounds = [rnd for _, rnd in store.iter_rounds(store.read_samples(run_dir))]
-    assert all(rnd["choice"] in (1, 2, None) for rnd in rounds)
+    assert all(rnd.choice in (1, 2, None) for rnd in rounds)
     # Deterministic, so a resume meets the same answer: it records the failure again instead of crashing.
     again, _ = run_with(Hostile(bad), real_rows, tmp_path)
     assert [f["id"] for f in again["failed_dialogues"]] == [bad]
 
 
 def test_an_exception_while_reading_one_answer_becomes_that_query_error(real_rows, tmp_path, monkeypatch):
-    real_parse = runner.parse_answer
+    real_parse = protocol.parse_answer
 
     def parse(text):
         if text and "poison" in text:
             raise RecursionError("maximum recursion depth exceeded")
         return real_parse(text)
 
-    monkeypatch.setattr(runner, "parse_answer", parse)
+    monkeypatch.setattr(protocol, "parse_answer", parse)
     poisoned = real_rows[0]["id"]
     model = Recorder()
     model.generate = lambda queries: [ModelOutput(text="poison" if q.meta["dialogue_id"] == poisoned else '{"selected": 2}')
@@ -69,8 +69,8 @@ def test_an_exception_while_reading_one_answer_becomes_that_query_error(real_row
     results, run_dir = run_with(model, real_rows, tmp_path)
     assert [f["id"] for f in results["failed_dialogues"]] == [poisoned]
     record = store.read_samples(run_dir)[0]
-    first = record["trajectories"][0]["rounds"][0]
-    assert first["parse_status"] == "error" and "RecursionError" in first["error"] and first["raw"] == "poison"
+    first = record.trajectories[0].rounds[0]
+    assert first.parse_status == "error" and "RecursionError" in first.error and first.raw == "poison"
 
 
 def test_when_every_dialogue_fails_results_are_still_written(real_rows, tmp_path):

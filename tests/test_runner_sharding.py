@@ -59,7 +59,7 @@ def _env() -> dict:
 
 def _answers(out: Path) -> list[tuple]:
     return [
-        (record["id"], r["uid"], r["levels"], r["turn4_in_context"], r["raw"], r["choice"], r["input_tokens"], r["output_tokens"])
+        (record.id, r.uid, r.levels, r.turn4_in_context, r.raw, r.choice, r.input_tokens, r.output_tokens)
         for record, r in store.iter_rounds(store.read_samples(out))
     ]
 

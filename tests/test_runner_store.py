@@ -7,6 +7,11 @@ import json
 import pytest
 
 from eval_scripts import store
+from eval_scripts.records import DialogueRecord
+from eval_scripts.records import PromptRecord
+from eval_scripts.records import RoundRecord
+from eval_scripts.records import SchemaVersionError
+from eval_scripts.records import TrajectoryRecord
 
 
 def _records(n):
@@ -38,9 +43,29 @@ def test_a_bad_line_in_the_middle_is_damage_not_a_torn_tail(tmp_path):
 def test_read_shards_merges_all_ranks(tmp_path):
     for rank in (0, 1, 2):
         with store.ShardWriter(store.shard_path(tmp_path, rank)) as writer:
-            writer.append({"id": f"r{rank}"})
-    assert [r["id"] for r in store.read_shards(tmp_path)] == ["r0", "r1", "r2"]
+            writer.append(DialogueRecord(f"r{rank}", "empathy", "failed", "clip"))
+    assert [r.id for r in store.read_shards(tmp_path)] == ["r0", "r1", "r2"]
     assert store.read_shards(tmp_path / "nothing") == []
+
+
+def test_a_record_round_trips_through_its_line():
+    rnd = RoundRecord(uid="d/r1/generate/random/run0", round=1, turn=4, levels=["low", "high"], turn4_in_context=None,
+                      raw='{"selected": 2}', parse_status="json", parse_detail="", choice=2, selected_level="high", correct=True,
+                      prompt=PromptRecord("sys", ({"text": "Option 1:"}, {"audio": "turn4_audio_low"})))
+    record = DialogueRecord("d", "empathy", "ok", None, [TrajectoryRecord("generate", "random", 0, [rnd])], {"generate": {"turn4": "high"}})
+    assert DialogueRecord.from_json(json.loads(store.jsonl_line(record))) == record
+
+
+@pytest.mark.parametrize("version", [None, 1, 3])
+def test_a_run_written_under_another_schema_is_not_resumed(tmp_path, version):
+    line = {"id": "d", "subscale": "empathy", "status": "ok", "error": None, "trajectories": []}
+    if version is not None:
+        line["schema_version"] = version
+    shard = store.shard_path(tmp_path, 0)
+    shard.parent.mkdir(parents=True)
+    shard.write_text(json.dumps(line) + "\n")
+    with pytest.raises(SchemaVersionError, match=f"rank0.jsonl: record 'd' has samples schema {version or 1}; this toolkit reads 2"):
+        store.read_shards(tmp_path)
 
 
 def test_atomic_json_write_replaces_whole_files_and_leaves_no_temp(tmp_path):

@@ -18,7 +18,6 @@ from eval_scripts.models.base import ChoiceModel, ChoiceQuery, Clip, ModelOutput
 from speecheq_dataset.audio import encode_wav
 from speecheq_dataset.http_api import ApiCallError
 from speecheq_dataset.http_api import RetryPolicy
-from speecheq_dataset.http_api import cost_usd
 from speecheq_dataset.http_api import map_in_order
 from speecheq_dataset.http_api import post_json
 from speecheq_dataset.http_api import read_api_key
@@ -42,7 +41,10 @@ def _optional_float(value, name: str) -> float | None:
 
 
 class HttpChoiceModel(ChoiceModel):
-    """Shared body of the HTTP adapters: keys, client, retries, concurrency, tokens, latency, cost.
+    """Shared body of the HTTP adapters: keys, client, retries, concurrency, tokens, latency.
+
+    `text_only=true` declares a text-only backend: the runner then requires
+    `--oracle --history text` (protocol.plays_audio), so no query with a clip reaches it.
 
     Subclasses set `name`, `provider` and `default_key_env`, and implement
     `endpoint()`, `auth_headers()`, `build_body(query)` and `parse_body(body)`.
@@ -68,14 +70,14 @@ class HttpChoiceModel(ChoiceModel):
         temperature=0.0,
         max_tokens: int = 1024,
         send_seed: bool = True,
-        price_in=None,
-        price_out=None,
         audio_sr: int | None = None,
         text_only: bool = False,
         **unknown,
     ):
         if "max_new_tokens" in unknown:  # the runner's --max-new-tokens flag arrives under the HF name
             max_tokens = int(unknown.pop("max_new_tokens"))
+        if "price_in" in unknown or "price_out" in unknown:
+            raise ValueError(f"{self.name}: prices are run options, not model args: pass --price-in / --price-out")
         if "api_key" in unknown or "key" in unknown:
             raise ValueError(f"{self.name}: API keys are never passed as arguments; set {api_key_env or self.default_key_env} "
                              "in the environment (or api_key_env=NAME_OF_VARIABLE)")
@@ -93,8 +95,6 @@ class HttpChoiceModel(ChoiceModel):
         self.temperature = _optional_float(temperature, "temperature")
         self.max_tokens = int(max_tokens)
         self.send_seed = bool(send_seed)
-        self.price_in = _optional_float(price_in, "price_in")
-        self.price_out = _optional_float(price_out, "price_out")
         self.audio_sr = int(audio_sr) if audio_sr else self.default_audio_sr
         self.text_only = bool(text_only)
         self.needs_text_parts = self.text_only
@@ -130,8 +130,6 @@ class HttpChoiceModel(ChoiceModel):
             "text_only": self.text_only,
             "concurrency": self.concurrency,
             "max_attempts": self.policy.max_attempts,
-            "price_in_per_1m": self.price_in,
-            "price_out_per_1m": self.price_out,
         }
 
     def _http(self):
@@ -146,15 +144,10 @@ class HttpChoiceModel(ChoiceModel):
             self._client.close()
             self._client = None
 
-    def _check_parts(self, query: ChoiceQuery) -> None:
-        if self.text_only and any(part.kind == "audio" for part in query.parts):
-            raise ApiCallError(f"{self.name}: text_only backend got audio in query {query.uid} (use oracle mode or history=text)")
-
     def _answer(self, query: ChoiceQuery) -> ModelOutput:
         start = time.perf_counter()
         secrets = [self._api_key]
         try:
-            self._check_parts(query)
             body, latency = post_json(self._http(), self.endpoint(), headers=self.auth_headers(), body=self.build_body(query),
                                       policy=self.policy, timeout_s=self.timeout, secrets=secrets, label=f"{self.name} {query.uid}", sleep=self.sleep)
             try:
@@ -168,8 +161,7 @@ class HttpChoiceModel(ChoiceModel):
             return ModelOutput(error=scrub(f"{self.name} {query.uid}: {type(exc).__name__}: {exc}", secrets),
                                latency_s=time.perf_counter() - start)
         # A server may echo the request (headers included) back in its answer.
-        return ModelOutput(text=scrub(text, secrets), input_tokens=tokens_in, output_tokens=tokens_out, latency_s=latency,
-                           cost_usd=cost_usd(tokens_in, tokens_out, self.price_in, self.price_out))
+        return ModelOutput(text=scrub(text, secrets), input_tokens=tokens_in, output_tokens=tokens_out, latency_s=latency)
 
     def generate(self, queries: list[ChoiceQuery]) -> list[ModelOutput]:
         outputs = map_in_order(self._answer, queries, self.concurrency)

@@ -44,7 +44,7 @@ class Part:
 class ChoiceQuery:
     """One forced-choice question (one dialogue, one round, one run, one order)."""
 
-    uid: str  # "<dialogue_id>/r<round>/run<k>/<order>", unique within a run
+    uid: str  # "<dialogue_id>/r<round>/<mode>/<order>/run<k>", unique within a run
     system: str  # system prompt (persona or default)
     parts: list[Part]  # user message: text and audio interleaved
     options: tuple[Clip, Clip]  # Option 1, Option 2 as presented
@@ -63,8 +63,9 @@ class ModelOutput:
     input_tokens: int | None = None
     output_tokens: int | None = None
     latency_s: float = 0.0  # wall time of the call that produced it, per query
-    cost_usd: float | None = None
+    cost_usd: float | None = None  # what the call cost when the adapter knows it; else priced from tokens by the runner
     error: str | None = None  # set when the call failed for this query
+    details: dict | None = None  # adapter-specific facts worth keeping with the answer (recorded in samples.jsonl)
 
 
 class ChoiceModel(abc.ABC):

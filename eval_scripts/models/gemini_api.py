@@ -7,7 +7,7 @@ thought parts are left out of the answer text.
 
 Model args: as for `openai` (model, base_url, api_key_env, concurrency,
 max_attempts, backoff_base, backoff_max, retry_after_max, timeout, temperature,
-max_tokens, send_seed, price_in / price_out, audio_sr (default 16000), text_only).
+max_tokens, send_seed, audio_sr (default 16000), text_only).
 """
 
 from __future__ import annotations

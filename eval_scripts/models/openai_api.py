@@ -9,8 +9,7 @@ non-OpenAI base_url (a local vLLM server without --api-key needs none).
 
 Model args: model, base_url, api_key_env, concurrency, max_attempts,
 backoff_base, backoff_max, retry_after_max, timeout, temperature (none = the
-server's default), max_tokens, send_seed, price_in / price_out (USD per 1M
-tokens), audio_sr (default 24000), text_only, modalities (e.g. "text").
+server's default), max_tokens, send_seed, audio_sr (default 24000), text_only, modalities (e.g. "text").
 """
 
 from __future__ import annotations
