@@ -106,6 +106,7 @@ def _answers(run_dir):
     ]
 
 
+@pytest.mark.slow
 def test_batch_of_4_equals_batch_of_1_under_greedy_decoding(tiny, real_rows, tmp_path):
     rows = real_rows
     results = {}
@@ -165,6 +166,7 @@ def test_a_checkpoint_folder_loads_through_from_pretrained(family, dialogues, tm
     assert [o.text for o in loaded.generate([query])] == [o.text for o in reference.generate([query])]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kwargs", [("qwen2.5-omni", {"pretrained": "tiny-random", "max_new_tokens": 6}), ("prosody", {"rule": "closest_to_catalyst"})])
 def test_loading_ahead_in_a_thread_gives_the_same_answers(name, kwargs, real_rows, tmp_path):
     answers = {}

@@ -157,6 +157,7 @@ def _read_only(tree: Path) -> None:
         p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
+@pytest.mark.slow
 def test_installed_copy_loads_offline_with_a_fresh_hf_home(tmp_path):
     """A read-only copy of the package (as in site-packages), empty HF_HOME and HOME, offline, no numba cache dir."""
     site = tmp_path / "site"

@@ -15,6 +15,8 @@ from eval_scripts.models.prosody import RULES, measure_rule
 from speecheq_dataset.acoustics import ANALYSIS_SR, ClipFeatures, clip_features, contrast_score
 from speecheq_dataset.audio import decode_audio
 
+pytestmark = pytest.mark.slow  # seconds per test: left out of the quick `-m "not slow"` loop
+
 # Raw clip files (SPEC §2.1): 04/05 = T4 high/low, 07/08 = T6 high/low. The catalyst turns are
 # left out to keep this test short; bench/bench_prosody.py measures the catalyst rules too.
 CLIPS = ("04", "05", "07", "08")

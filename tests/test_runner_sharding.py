@@ -17,6 +17,8 @@ import pytest
 
 from eval_scripts import store
 
+pytestmark = pytest.mark.slow  # seconds per test: left out of the quick `-m "not slow"` loop
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN_PY = ROOT / "eval_scripts" / "run.py"
 ACCELERATE = Path(sys.executable).with_name("accelerate")
