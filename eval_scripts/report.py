@@ -1,19 +1,26 @@
 """`speecheq report RUN_DIR... --output-dir DIR`: cohort SEQ leaderboard and figures from several runs.
 
 Reads each run directory's results.json (written by eval_scripts/run.py) and writes
-- leaderboard.md / leaderboard.csv: Acc1, Acc2, Acc_all, Acc_traj, invalid rate, SEQ;
-- seq_per_model.png: SEQ per run, shortcut baselines marked, chance line;
-- subscale_heatmap.png: runs x 15 subscales (Acc_traj, or SEQ within each subscale);
+- leaderboard.md / leaderboard.csv: Acc1, Acc2, Acc_all, Acc_traj, invalid rate, SEQ,
+  with 95 % intervals; shortcut baselines in their own section;
+- seq_per_model.png: SEQ per run with intervals, baselines marked, median and chance lines;
+- subscale_heatmap.png: runs x 15 subscales (Acc_traj, or SEQ within each subscale), n per cell;
 - sequential_vs_direct.png: direct minus sequential accuracy per subscale, for runs
   that differ only in `config.inference` (skipped, with a note, when there are none);
 - report.json: the same numbers, the reference median/MAD and the notes.
+The figures are drawn by report_figures.py.
 
 Who sets the SEQ scale: the *cohort* is the model runs in the main setting
-(sequential inference, audio history, default persona, no oracle). Shortcut
-baselines (random, prosody) and ablation runs are scored against the cohort's
-median and MAD without moving them, so adding a baseline never shifts a
-model's SEQ. `--reference-cohort FILE` scores every run against a frozen
-median/MAD instead (SPEC §6); `--freeze-cohort FILE` writes this cohort's.
+(runner.setting_deviations). Shortcut baselines (random, prosody) and ablation
+runs are scored against the cohort's median and MAD without moving them, so
+adding a baseline never shifts a model's SEQ; a cohort of one model, or with MAD
+0, gives them no SEQ at all (it would say 40 or 160 about nothing).
+`--reference-cohort FILE` scores every run against a frozen median/MAD instead
+(SPEC §6); `--freeze-cohort FILE` writes this cohort's.
+
+Runs scored on different dialogues (another dataset fingerprint, or another
+number of dialogues) are never ranked silently: the leaderboard opens with a
+warning and marks them.
 """
 
 from __future__ import annotations
@@ -33,6 +40,9 @@ try:  # run as a script from an uninstalled checkout
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from eval_scripts import report_figures  # noqa: E402
+from eval_scripts.report_figures import KIND_MARK  # noqa: E402
+from eval_scripts.report_figures import SeqBar  # noqa: E402
 from eval_scripts.runner import RunConfig  # noqa: E402
 from eval_scripts.runner import setting_deviations  # noqa: E402
 
@@ -60,6 +70,8 @@ class RunSummary:
     per_subscale: dict
     kind: str = "model"  # "model" (in the SEQ cohort), "baseline" or "ablation"
     dataset_fingerprint: str | None = None
+    seq_interval: tuple[float, float] | None = None  # SEQ of the Acc_traj 95 % interval's ends
+    other_data: bool = False  # scored on other dialogues than most runs of the report
     seq: float | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -70,6 +82,16 @@ class RunSummary:
     def metric(self, key: str) -> float:
         value = (self.metrics or {}).get(key)
         return float(value) if isinstance(value, (int, float)) else float("nan")
+
+    def interval(self, key: str) -> tuple[float, float] | None:
+        """The 95 % bootstrap interval of a metric, when results.json has one."""
+        bounds = ((self.metrics or {}).get("ci95") or {}).get(key)
+        return (float(bounds[0]), float(bounds[1])) if isinstance(bounds, list) and len(bounds) == 2 else None
+
+    @property
+    def data_key(self) -> tuple:
+        """What identifies the dialogues a run was scored on."""
+        return (self.dataset_fingerprint, (self.metrics or {}).get("n_dialogues"))
 
 
 def run_kind(model_name: str, config: dict) -> str:
@@ -137,12 +159,13 @@ def read_reference(path: str | Path):
 
 def assign_seq(runs: list[RunSummary], reference=None) -> tuple[object, list[str]]:
     """Fill run.seq; returns (the reference median/MAD used, notes for the report)."""
-    from speecheq_metric import freeze_cohort, seq_scores
+    from speecheq_metric import freeze_cohort
 
     notes: list[str] = []
     scored = [r for r in runs if r.metrics is not None and math.isfinite(r.metric("acc_traj"))]
+    # A run scored on other dialogues is placed on the scale but does not set it.
+    cohort_runs = [r for r in scored if r.kind == "model" and not r.other_data]
     if reference is None:
-        cohort_runs = [r for r in scored if r.kind == "model"]
         if not cohort_runs:
             cohort_runs = scored
             if scored:
@@ -161,24 +184,55 @@ def assign_seq(runs: list[RunSummary], reference=None) -> tuple[object, list[str
         notes.append(f"Warning: the SEQ cohort has {reference.n_models} model(s); median and MAD of fewer than 3 are not meaningful.")
     if reference.mad == 0:
         notes.append("The cohort's MAD is 0: SEQ is 100 at the median, 160 above it, 40 below it (SPEC §6).")
-    if scored:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # reported once in the notes instead
-            seqs = seq_scores({r.label: r.metric("acc_traj") for r in scored}, reference=reference)
-        for run in scored:
-            run.seq = seqs[run.label]
+    outside = [r for r in scored if r not in cohort_runs]
+    degenerate = reference.n_models < 2 or reference.mad == 0
+    if degenerate and outside:
+        notes.append(f"{', '.join(r.label for r in outside)}: no SEQ; against a cohort of one model, or with MAD 0, every "
+                     "other run would land at 40 or 160 whatever its score. Compare Acc_traj instead.")
+    for run in scored:
+        if degenerate and run in outside:
+            continue
+        run.seq = _seq_of(run.metric("acc_traj"), reference)
+        interval = run.interval("acc_traj")
+        if interval is not None and reference.mad > 0:  # with MAD 0 every interval would span 40-160
+            run.seq_interval = (_seq_of(interval[0], reference), _seq_of(interval[1], reference))
     return reference, notes
+
+
+def _seq_of(acc_traj: float, reference) -> float:
+    """SEQ of one Acc_traj on the reference's scale (monotone, so interval ends map to interval ends)."""
+    from speecheq_metric import seq_scores
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # reported once in the notes instead
+        return seq_scores({"x": acc_traj}, reference=reference)["x"]
+
+
+def check_same_dialogues(runs: list[RunSummary]) -> list[str]:
+    """Mark runs scored on other dialogues than the most common (fingerprint, n) group; returns the warnings."""
+    scored = [r for r in runs if r.metrics is not None]
+    groups: dict[tuple, list[RunSummary]] = {}
+    for run in scored:
+        groups.setdefault(run.data_key, []).append(run)
+    if len(groups) <= 1:
+        return []
+    main_key = max(groups, key=lambda key: (len(groups[key]), key[1] or 0))
+    warnings_ = []
+    for key, members in groups.items():
+        if key == main_key:
+            continue
+        for run in members:
+            run.other_data = True
+        fingerprint, n = key
+        warnings_.append(f"{', '.join(r.label for r in members)}: scored on {n} dialogues of dataset {fingerprint}, "
+                         f"not on the {main_key[1]} dialogues of dataset {main_key[0]} like the other runs; marked ≠, "
+                         "not comparable.")
+    return warnings_
 
 
 def chance_seq(reference) -> float | None:
     """Where a chance-level Acc_traj (0.25) falls on this SEQ scale."""
-    if reference is None:
-        return None
-    from speecheq_metric import seq_scores
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return seq_scores({"chance": CHANCE["acc_traj"]}, reference=reference)["chance"]
+    return None if reference is None else _seq_of(CHANCE["acc_traj"], reference)
 
 
 def sort_runs(runs: list[RunSummary]) -> list[RunSummary]:
@@ -214,45 +268,77 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
-KIND_MARK = {"model": "", "baseline": " †", "ablation": " ‡"}
+def _interval_text(bounds: tuple[float, float] | None, digits: int) -> str:
+    return "" if bounds is None else f" [{bounds[0]:.{digits}f}, {bounds[1]:.{digits}f}]"
 
 
 def leaderboard_rows(runs: list[RunSummary]) -> list[dict]:
-    """One flat row per run, best first (the CSV and report.json rows)."""
+    """One flat row per run, best first (the CSV and report.json rows); `rank` counts models and ablations only."""
     rows = []
-    for rank, run in enumerate(sort_runs(runs), start=1):
-        row = {"rank": rank, "label": run.label, "kind": run.kind, "model": run.model, "inference": run.inference}
+    rank = 0
+    for run in sort_runs(runs):
+        if run.kind != "baseline":
+            rank += 1
+        row = {"rank": rank if run.kind != "baseline" else None, "label": run.label, "kind": run.kind, "model": run.model,
+               "inference": run.inference}
         for key, _ in METRIC_COLUMNS:
             row[key] = run.metric(key)
+            bounds = run.interval(key)
+            row[f"{key}_ci_low"], row[f"{key}_ci_high"] = bounds if bounds else (None, None)
         row["seq"] = run.seq
+        row["seq_ci_low"], row["seq_ci_high"] = run.seq_interval if run.seq_interval and run.seq is not None else (None, None)
         row["n_dialogues"] = (run.metrics or {}).get("n_dialogues")
+        row["dataset_fingerprint"] = run.dataset_fingerprint
+        row["other_data"] = run.other_data
         row["run_dir"] = run.run_dir
         rows.append(row)
     return rows
 
 
-def leaderboard_markdown(rows: list[dict], notes: list[str], reference, figures: list[str]) -> str:
-    """The Markdown leaderboard with its legend and notes."""
-    header = "| # | model | Acc1 | Acc2 | Acc_all | Acc_traj | invalid | SEQ | n |"
-    lines = ["# SpeechEQ leaderboard", "", header, "|" + "---|" * 9]
-    for row in rows:
-        label = row["label"].replace("|", "\\|") + KIND_MARK[row["kind"]]
-        if row["kind"] == "baseline":
-            label = f"*{label}*"
-        cells = [str(row["rank"]), label] + [_fmt(row[k]) for k, _ in METRIC_COLUMNS] + [_fmt(row["seq"], 1), str(row["n_dialogues"] or "–")]
-        lines.append("| " + " | ".join(cells) + " |")
+def _table_line(row: dict, with_rank: bool) -> str:
+    label = row["label"].replace("|", "\\|") + KIND_MARK[row["kind"]] + (" ≠" if row["other_data"] else "")
+    cells = [str(row["rank"])] if with_rank else []
+    cells.append(f"*{label}*" if row["kind"] == "baseline" else label)
+    for key, _ in METRIC_COLUMNS:
+        cell = _fmt(row[key])
+        if key == "acc_traj":
+            low, high = row["acc_traj_ci_low"], row["acc_traj_ci_high"]
+            cell += _interval_text((low, high) if low is not None else None, 2)
+        cells.append(cell)
+    seq_low = row["seq_ci_low"]
+    cells.append(_fmt(row["seq"], 1) + _interval_text((seq_low, row["seq_ci_high"]) if seq_low is not None else None, 0))
+    cells.append(str(row["n_dialogues"] or "–"))
+    return "| " + " | ".join(cells) + " |"
+
+
+def leaderboard_markdown(rows: list[dict], notes: list[str], reference, figures: list[str], data_warnings: list[str]) -> str:
+    """The Markdown leaderboard: warnings first, the ranked runs, the shortcut baselines, the legend and notes."""
+    columns = "Acc1 | Acc2 | Acc_all | Acc_traj [95 % CI] | invalid | SEQ [95 % CI] | n |"
+    lines = ["# SpeechEQ leaderboard", ""]
+    if data_warnings:
+        lines += ["> **Warning: these runs were not all scored on the same dialogues.** Rows marked ≠ are not comparable "
+                  "with the others:", ">"]
+        lines += [f"> - {warning}" for warning in data_warnings] + [""]
+    lines += ["## Models", "", f"| # | model | {columns}", "|" + "---|" * 9]
+    lines += [_table_line(row, True) for row in rows if row["kind"] != "baseline"]
     chance = chance_seq(reference)
     lines.append(f"| | *chance* | 0.500 | 0.500 | 0.500 | 0.250 | | {_fmt(chance, 1)} | |")
+    baselines = [row for row in rows if row["kind"] == "baseline"]
+    if baselines:
+        lines += ["", "## Shortcut baselines", "",
+                  "No weights and no understanding: random choice, or a fixed delivery rule such as \"pick the slower clip\". "
+                  "In the published data delivery leaks the label (SPEC §9), so read every model's score against these rows.",
+                  "", f"| model | {columns}", "|" + "---|" * 8]
+        lines += [_table_line(row, False) for row in baselines]
     lines += [
         "",
         "Acc1 / Acc2: accuracy at turn 4 / turn 6; Acc_all: both decisions pooled; Acc_traj (primary): both turns right; "
-        "invalid: unparseable or failed answers (counted wrong). SEQ = clip(100 + 15·z, 40, 160), "
-        "z = (Acc_traj − median) / (1.4826·MAD) over the cohort (SPEC §6).",
+        "invalid: unparseable or failed answers (counted wrong). Intervals: 95 % bootstrap over dialogues (SEQ: the "
+        "interval's ends on the SEQ scale). SEQ = clip(100 + 15·z, 40, 160), z = (Acc_traj − median) / (1.4826·MAD) "
+        "over the cohort (SPEC §6).",
         "",
-        "† shortcut baseline: no weights and no understanding (random choice, or a fixed delivery rule such as "
-        "\"pick the slower clip\"). In the published data delivery leaks the label (SPEC §9), so read every model's "
-        "score against these rows. ‡ ablation (direct inference, text history, persona, oracle or another prompt): "
-        "scored on the cohort's scale, not part of it.",
+        "† shortcut baseline. ‡ ablation (direct inference, text history, persona, oracle or another prompt): scored on the "
+        "cohort's scale, not part of it. ≠ scored on other dialogues than the rest.",
         "",
         "## Notes",
         "",
@@ -264,63 +350,70 @@ def leaderboard_markdown(rows: list[dict], notes: list[str], reference, figures:
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
-    columns = ["rank", "label", "kind", "model", "inference", *[k for k, _ in METRIC_COLUMNS], "seq", "n_dialogues", "run_dir"]
+    columns = ["rank", "label", "kind", "model", "inference"]
+    for key, _ in METRIC_COLUMNS:
+        columns += [key, f"{key}_ci_low", f"{key}_ci_high"]
+    columns += ["seq", "seq_ci_low", "seq_ci_high", "n_dialogues", "dataset_fingerprint", "other_data", "run_dir"]
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: ("" if isinstance(row[k], float) and not math.isfinite(row[k]) else row[k]) for k in columns})
+            writer.writerow({k: ("" if row[k] is None or (isinstance(row[k], float) and not math.isfinite(row[k])) else row[k])
+                             for k in columns})
 
 
-# -- figures -----------------------------------------------------------------
+# -- figures: the data each one shows (report_figures.py draws it) ---------------
 
-KIND_COLOUR = {"model": "#2f6db5", "baseline": "#9a9a9a", "ablation": "#8fb7e3"}
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+def seq_bars(runs: list[RunSummary]) -> list[SeqBar]:
+    """The runs with a SEQ, best first."""
+    return [SeqBar(r.label + (" ≠" if r.other_data else ""), r.kind, r.seq, r.metric("acc_traj"),
+                   *(r.seq_interval if r.seq_interval else (None, None)), other_data=r.other_data)
+            for r in sort_runs(runs) if r.seq is not None]
 
 
-def plot_seq(runs: list[RunSummary], reference, path: Path) -> bool:
-    """Horizontal bars of SEQ per run, best on top; baselines grey and hatched; median and chance lines."""
-    scored = [r for r in sort_runs(runs) if r.seq is not None]
-    if not scored:
-        return False
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(10.5, max(2.6, 1.2 + 0.42 * len(scored))))
-    ys = list(range(len(scored)))[::-1]
-    for y, run in zip(ys, scored):
-        ax.barh(y, run.seq - 40, left=40, color=KIND_COLOUR[run.kind], hatch="//" if run.kind == "baseline" else None,
-                edgecolor="#555555" if run.kind == "baseline" else KIND_COLOUR[run.kind], height=0.7)
-        ax.text(run.seq + 1.5, y, f"{run.seq:.1f}  (Acc_traj {run.metric('acc_traj'):.2f})", va="center", fontsize=8)
-    ax.set_yticks(ys, [r.label + KIND_MARK[r.kind] for r in scored], fontsize=8)
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+def subscale_counts(runs: list[RunSummary], slugs: list[str]) -> list[list[int | None]]:
+    """Dialogues scored per run and subscale (0 where none)."""
+    return [[int((run.per_subscale.get(slug) or {}).get("n_dialogues") or 0) if run.per_subscale.get(slug) else 0 for slug in slugs]
+            for run in runs]
 
-    ax.axvline(100, color="black", linewidth=0.8)
-    handles = [Patch(facecolor=KIND_COLOUR[k], hatch="//" if k == "baseline" else None, edgecolor="#555555", label=text)
-               for k, text in (("model", "model (cohort)"), ("baseline", "shortcut baseline †"), ("ablation", "ablation ‡"))
-               if any(r.kind == k for r in scored)]
-    handles.append(Line2D([], [], color="black", linewidth=0.8, label="cohort median (100)"))
-    chance = chance_seq(reference)
-    if chance is not None:
-        ax.axvline(chance, color="#c0392b", linestyle="--", linewidth=1)
-        handles.append(Line2D([], [], color="#c0392b", linestyle="--", label=f"chance, Acc_traj 0.25 ({chance:.0f})"))
-    ax.set_xlim(40, 185)
-    ax.set_ylim(-0.6, len(scored) - 0.4)
-    ax.set_xlabel("SEQ (cohort median = 100, 15 per robust SD; clipped to 40–160)")
-    # Outside the axes: inside, it covers the value labels of the lowest bars.
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    ax.set_title("SpeechEQ: SEQ per run", fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return True
+
+def delta_series(pairs: list[tuple[RunSummary, RunSummary]], slugs: list[str]) -> list[tuple[str, list[float], float]]:
+    """(label, direct − sequential Acc2 per subscale, overall Acc2 delta) per pair (direct inference only changes round 2)."""
+    nan = float("nan")
+    return [(seq_run.label,
+             [(direct_run.per_subscale.get(s) or {}).get("acc_turn6", nan) - (seq_run.per_subscale.get(s) or {}).get("acc_turn6", nan)
+              for s in slugs],
+             direct_run.metric("acc_turn6") - seq_run.metric("acc_turn6"))
+            for seq_run, direct_run in pairs]
+
+
+def draw_figures(runs: list[RunSummary], reference, heatmap_metric: str, out: Path, notes: list[str]) -> list[str]:
+    """Write every figure that has something to show; returns their file names (and adds notes)."""
+    from speecheq_dataset.taxonomy import SUBSCALE_SLUGS
+
+    figures = []
+    bars = seq_bars(runs)
+    if bars:
+        report_figures.plot_seq(bars, chance_seq(reference), out / FIGURE_SEQ)
+        figures.append(FIGURE_SEQ)
+    shown = [r for r in sort_runs(runs) if r.per_subscale]
+    if shown:
+        slugs, matrix = subscale_matrix(shown, heatmap_metric)
+        labels = [r.label + KIND_MARK[r.kind] + (" ≠" if r.other_data else "") for r in shown]
+        report_figures.plot_heatmap(labels, slugs, matrix, subscale_counts(shown, slugs), heatmap_metric, out / FIGURE_HEATMAP)
+        figures.append(FIGURE_HEATMAP)
+    pairs = direct_pairs(runs)
+    if pairs:
+        report_figures.plot_deltas(delta_series(pairs, list(SUBSCALE_SLUGS)), list(SUBSCALE_SLUGS), out / FIGURE_DELTAS)
+        figures.append(FIGURE_DELTAS)
+        for seq_run, direct_run in pairs:
+            notes.append(f"{seq_run.label}: direct inference changes Acc2 by {direct_run.metric('acc_turn6') - seq_run.metric('acc_turn6'):+.3f} "
+                         f"and Acc_traj by {direct_run.metric('acc_traj') - seq_run.metric('acc_traj'):+.3f}.")
+    else:
+        message = "No pair of runs differing only in --inference (sequential vs direct): the delta figure is skipped."
+        logger.info(message)
+        notes.append(message)
+    return figures
 
 
 def subscale_matrix(runs: list[RunSummary], metric: str) -> tuple[list[str], list[list[float]]]:
@@ -339,79 +432,6 @@ def subscale_matrix(runs: list[RunSummary], metric: str) -> tuple[list[str], lis
         warnings.simplefilter("ignore", UserWarning)
         per = seq_per_subscale(cohort)
     return slugs, [[per.get(slug, {}).get(run.label, float("nan")) for slug in slugs] for run in runs]
-
-
-def plot_heatmap(runs: list[RunSummary], metric: str, path: Path) -> bool:
-    """Runs x 15 subscales, composites marked; cell text gives the value."""
-    import numpy as np
-
-    from speecheq_dataset.taxonomy import SUBSCALES
-
-    shown = [r for r in sort_runs(runs) if r.per_subscale]
-    if not shown:
-        return False
-    slugs, matrix = subscale_matrix(shown, metric)
-    values = np.array(matrix, dtype=float)
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(12, 2.6 + 0.45 * len(shown)))
-    vmin, vmax, cmap = (0.0, 1.0, "viridis") if metric == "acc_traj" else (40.0, 160.0, "RdBu")
-    masked = np.ma.masked_invalid(values)
-    colormap = plt.get_cmap(cmap).with_extremes(bad="#e6e6e6")
-    image = ax.imshow(masked, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto")
-    for i in range(values.shape[0]):
-        for j in range(values.shape[1]):
-            if math.isfinite(values[i, j]):
-                level = (values[i, j] - vmin) / (vmax - vmin)
-                dark = level < 0.55 if metric == "acc_traj" else abs(level - 0.5) > 0.3
-                ax.text(j, i, f"{values[i, j]:.2f}" if metric == "acc_traj" else f"{values[i, j]:.0f}", ha="center", va="center",
-                        fontsize=7, color="white" if dark else "black")
-    names = {s.slug: s.name for s in SUBSCALES}
-    ax.set_xticks(range(len(slugs)), [names[s] for s in slugs], rotation=40, ha="right", fontsize=8)
-    ax.set_yticks(range(len(shown)), [r.label + KIND_MARK[r.kind] for r in shown], fontsize=8)
-    for boundary in range(3, len(slugs), 3):  # composites are three subscales each
-        ax.axvline(boundary - 0.5, color="white", linewidth=2)
-    composites = [SUBSCALES[i].composite.name for i in range(0, len(SUBSCALES), 3)]
-    for index, name in enumerate(composites):
-        ax.text(index * 3 + 1, -0.75, name, ha="center", va="bottom", fontsize=8, fontweight="bold")
-    colorbar = fig.colorbar(image, ax=ax, fraction=0.025, pad=0.01)
-    colorbar.set_label("Acc_traj" if metric == "acc_traj" else "SEQ within subscale", fontsize=8)
-    title = "Acc_traj per subscale (chance 0.25)" if metric == "acc_traj" else "SEQ per subscale (within this set of runs)"
-    ax.set_title(title, fontsize=11, pad=22)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return True
-
-
-def plot_deltas(pairs: list[tuple[RunSummary, RunSummary]], path: Path) -> bool:
-    """Direct minus sequential Acc2 per subscale, one bar series per model (direct inference only changes round 2)."""
-    import numpy as np
-
-    from speecheq_dataset.taxonomy import SUBSCALES
-
-    if not pairs:
-        return False
-    slugs = [s.slug for s in SUBSCALES]
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(12, 4.2))
-    width = 0.8 / len(pairs)
-    for k, (seq_run, direct_run) in enumerate(pairs):
-        deltas = [(direct_run.per_subscale.get(s) or {}).get("acc_turn6", float("nan")) - (seq_run.per_subscale.get(s) or {}).get("acc_turn6", float("nan"))
-                  for s in slugs]
-        overall = direct_run.metric("acc_turn6") - seq_run.metric("acc_turn6")
-        xs = np.arange(len(slugs)) - 0.4 + width * (k + 0.5)
-        ax.bar(xs, np.nan_to_num(deltas), width=width * 0.95, label=f"{seq_run.label} (overall {overall:+.3f})")
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(slugs)), [s.name for s in SUBSCALES], rotation=40, ha="right", fontsize=8)
-    for boundary in range(3, len(slugs), 3):
-        ax.axvline(boundary - 0.5, color="#cccccc", linewidth=1)
-    ax.set_ylabel("Acc2: direct − sequential")
-    ax.set_title("Direct vs sequential inference: turn-6 accuracy gain when round 2 hears the resonant turn 4", fontsize=10)
-    ax.legend(fontsize=8, frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return True
 
 
 # -- entry point ---------------------------------------------------------------
@@ -434,6 +454,7 @@ def build_report(run_dirs: list[str], output_dir: str | Path, *, reference_file:
     runs = [load_run(d) for d in run_dirs]
     _unique_labels(runs)
     reference = read_reference(reference_file) if reference_file else None
+    data_warnings = check_same_dialogues(runs)
     reference, notes = assign_seq(runs, reference)
     for run in runs:
         notes += [f"{run.label}: {note}" for note in run.notes]
@@ -441,27 +462,13 @@ def build_report(run_dirs: list[str], output_dir: str | Path, *, reference_file:
     out.mkdir(parents=True, exist_ok=True)
     for name in (FIGURE_SEQ, FIGURE_HEATMAP, FIGURE_DELTAS):  # an earlier report's figure must not outlive it
         (out / name).unlink(missing_ok=True)
-    figures = []
-    if plot_seq(runs, reference, out / FIGURE_SEQ):
-        figures.append(FIGURE_SEQ)
-    if plot_heatmap(runs, heatmap_metric, out / FIGURE_HEATMAP):
-        figures.append(FIGURE_HEATMAP)
-    pairs = direct_pairs(runs)
-    if plot_deltas(pairs, out / FIGURE_DELTAS):
-        figures.append(FIGURE_DELTAS)
-        for seq_run, direct_run in pairs:
-            notes.append(f"{seq_run.label}: direct inference changes Acc2 by {direct_run.metric('acc_turn6') - seq_run.metric('acc_turn6'):+.3f} "
-                         f"and Acc_traj by {direct_run.metric('acc_traj') - seq_run.metric('acc_traj'):+.3f}.")
-    else:
-        message = "No pair of runs differing only in --inference (sequential vs direct): the delta figure is skipped."
-        logger.info(message)
-        notes.append(message)
+    figures = draw_figures(runs, reference, heatmap_metric, out, notes)
     if freeze_file and reference is not None:
         # Before the leaderboard and report.json, so their notes mention it too.
         Path(freeze_file).write_text(json.dumps(reference.to_dict(), indent=2) + "\n")
         notes.append(f"reference cohort written to {freeze_file}")
     rows = leaderboard_rows(runs)
-    (out / "leaderboard.md").write_text(leaderboard_markdown(rows, notes, reference, figures))
+    (out / "leaderboard.md").write_text(leaderboard_markdown(rows, notes, reference, figures, data_warnings))
     write_csv(rows, out / "leaderboard.csv")
     report = {
         "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()} for row in rows],
@@ -469,12 +476,12 @@ def build_report(run_dirs: list[str], output_dir: str | Path, *, reference_file:
         "chance_seq": chance_seq(reference),
         "heatmap_metric": heatmap_metric,
         "figures": figures,
+        "data_warnings": data_warnings,
         "notes": notes,
     }
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    for note in notes:
-        if note.startswith("Warning"):
-            logger.warning(note)
+    for note in data_warnings + [n for n in notes if n.startswith("Warning")]:
+        logger.warning(note)
     return report
 
 

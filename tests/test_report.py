@@ -207,3 +207,78 @@ def test_replacing_a_report_needs_overwrite_and_leaves_no_stale_figure(cohort, t
     no_direct = [str(d) for d in cohort if d.name != "b-direct"]
     assert report.main(no_direct + ["--output-dir", str(out), "--overwrite"]) == 0
     assert not (out / report.FIGURE_DELTAS).exists()  # the earlier report's figure did not outlive it
+
+
+def _with(run_dir: Path, **changes) -> Path:
+    """Edit a written results.json (top-level keys, or metrics.* keys)."""
+    path = run_dir / "results.json"
+    results = json.loads(path.read_text())
+    for key, value in changes.items():
+        if key.startswith("metrics."):
+            results["metrics"][key.split(".", 1)[1]] = value
+        else:
+            results[key] = value
+    path.write_text(json.dumps(results))
+    return run_dir
+
+
+def test_runs_on_other_dialogues_are_never_ranked_silently(cohort, tmp_path):
+    # Issue 11: an 8-dialogue run must never be ranked silently beside 45-dialogue runs.
+    for run_dir in cohort:
+        _with(run_dir, dataset_fingerprint="aaaa")
+    _with(cohort[0], **{"metrics.n_dialogues": 8})
+    _with(cohort[3], dataset_fingerprint="bbbb")
+    out = tmp_path / "report"
+    assert report.main([str(d) for d in cohort] + ["--output-dir", str(out)]) == 0
+    markdown = (out / "leaderboard.md").read_text()
+    top = markdown.split("## Models")[0]
+    assert "Warning: these runs were not all scored on the same dialogues" in top
+    assert "Model A: scored on 8 dialogues of dataset aaaa" in top and "Model C: scored on 45 dialogues of dataset bbbb" in top
+    rows = rows_by_label(out)
+    assert rows["Model A"]["other_data"] == "True" and rows["Model C"]["other_data"] == "True"
+    assert rows["Model B"]["other_data"] == "False"
+    assert "| Model A ≠ |" in markdown.replace("*", "")
+
+
+def test_intervals_reach_the_table_the_csv_and_seq(cohort, tmp_path):
+    _with(cohort[1], **{"metrics.ci95": {"acc_traj": [0.40, 0.60], "acc_turn4": [0.6, 0.8]}})
+    out = tmp_path / "report"
+    assert report.main([str(d) for d in cohort] + ["--output-dir", str(out)]) == 0
+    row = rows_by_label(out)["Model B"]
+    assert (float(row["acc_traj_ci_low"]), float(row["acc_traj_ci_high"])) == (0.40, 0.60)
+    assert float(row["seq_ci_low"]) < float(row["seq"]) < float(row["seq_ci_high"])
+    assert row["acc_turn6_ci_low"] == ""  # no interval recorded, none invented
+    assert "0.500 [0.40, 0.60]" in (out / "leaderboard.md").read_text()
+
+
+def test_baselines_get_their_own_section_and_no_seq_against_a_one_model_cohort(tmp_path):
+    runs = tmp_path / "runs"
+    dirs = [write_run(runs, "m", model="qwen3-omni", label="Model", acc=(0.6, 0.6, 0.6, 0.4)),
+            write_run(runs, "slower", model="prosody", label="prosody:slower", acc=(0.78, 0.82, 0.8, 0.64)),
+            write_run(runs, "random", model="random", acc=(0.5, 0.5, 0.5, 0.25))]
+    out = tmp_path / "report"
+    assert report.main([str(d) for d in dirs] + ["--output-dir", str(out)]) == 0
+    rows = rows_by_label(out)
+    assert float(rows["Model"]["seq"]) == 100.0
+    assert rows["prosody:slower"]["seq"] == "" and rows["random"]["seq"] == ""  # not 160 and 40
+    markdown = (out / "leaderboard.md").read_text()
+    models, baselines = markdown.split("## Shortcut baselines")
+    assert "prosody:slower" not in models.split("## Notes")[0] and "prosody:slower" in baselines
+    assert "no SEQ; against a cohort of one model" in markdown
+
+
+def test_the_delta_figure_says_no_change_instead_of_empty_axes(cohort, tmp_path, monkeypatch):
+    from eval_scripts import report_figures
+
+    captured = {}
+    real = report_figures.plot_deltas
+    monkeypatch.setattr(report_figures, "plot_deltas", lambda series, slugs, path: (captured.update(series=series), real(series, slugs, path)))
+    direct = json.loads((cohort[2] / "results.json").read_text())
+    sequential = json.loads((cohort[1] / "results.json").read_text())
+    direct["per_subscale"], direct["metrics"]["acc_turn6"] = sequential["per_subscale"], sequential["metrics"]["acc_turn6"]
+    (cohort[2] / "results.json").write_text(json.dumps(direct))
+    out = tmp_path / "report"
+    assert report.main([str(d) for d in cohort] + ["--output-dir", str(out)]) == 0
+    (label, deltas, overall), = captured["series"]
+    assert label == "Model B" and overall == 0.0 and all(d == 0.0 for d in deltas)
+    assert (out / report.FIGURE_DELTAS).stat().st_size > 0
