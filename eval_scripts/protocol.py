@@ -40,6 +40,26 @@ HISTORIES = ("audio", "text")
 ORDERS = ("random", "both")
 CHOICE_MODES = ("generate", "logprob", "both")
 LEVELS = ("high", "low")
+# Named protocol settings (`--tasks NAME`): a leaderboard row is reproducible from one word.
+PRESETS: dict[str, tuple[str, dict]] = {
+    "speecheq": ("sequential inference, audio history (the main setting)", {"inference": "sequential", "history": "audio", "oracle": False}),
+    "speecheq_direct": ("direct inference: round 2 hears the resonant turn 4", {"inference": "direct", "history": "audio", "oracle": False}),
+    "speecheq_text_history": ("history turns as transcripts", {"inference": "sequential", "history": "text", "oracle": False}),
+    "speecheq_oracle": ("transcripts and the tone instructions instead of clips (SPEC §4 oracle check)",
+                        {"inference": "sequential", "history": "text", "oracle": True}),
+}
+DEFAULT_SETTINGS = PRESETS["speecheq"][1]
+
+
+def preset_settings(preset: str | None, given: dict) -> dict:
+    """inference/history/oracle from a preset (or the defaults) and the flags given (None = not given); a contradiction is a ValueError."""
+    if preset is not None and preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+    base = PRESETS[preset][1] if preset else DEFAULT_SETTINGS
+    for name, value in given.items():
+        if preset and value is not None and value != base[name]:
+            raise ValueError(f"--tasks {preset} sets {name}={base[name]!r}; it contradicts the flag giving {value!r}")
+    return {name: base[name] if given.get(name) is None else given[name] for name in base}
 ROUND_TURN = {1: 4, 2: 6}  # round -> test turn
 HISTORY_TURNS = {1: (1, 2, 3), 2: (1, 2, 3, 4, 5)}
 SCENE_FIELDS = ("title", "context", "description", "speaker1_name", "speaker1_role", "speaker2_name", "speaker2_role")

@@ -280,7 +280,7 @@ def leaderboard_rows(runs: list[RunSummary]) -> list[dict]:
         if run.kind != "baseline":
             rank += 1
         row = {"rank": rank if run.kind != "baseline" else None, "label": run.label, "kind": run.kind, "model": run.model,
-               "inference": run.inference}
+               "preset": run.config.get("preset"), "inference": run.inference}
         for key, _ in METRIC_COLUMNS:
             row[key] = run.metric(key)
             bounds = run.interval(key)
@@ -350,7 +350,7 @@ def leaderboard_markdown(rows: list[dict], notes: list[str], reference, figures:
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
-    columns = ["rank", "label", "kind", "model", "inference"]
+    columns = ["rank", "label", "kind", "model", "preset", "inference"]
     for key, _ in METRIC_COLUMNS:
         columns += [key, f"{key}_ci_low", f"{key}_ci_high"]
     columns += ["seq", "seq_ci_low", "seq_ci_high", "n_dialogues", "dataset_fingerprint", "other_data", "run_dir"]

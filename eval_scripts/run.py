@@ -39,7 +39,7 @@ def parse_model_args(text: str | None) -> dict:
         if not item:
             continue
         if "=" not in item:
-            raise ValueError(f"--model-args item {item!r} is not key=value")
+            raise ValueError(f"--model-args item {item!r} is not key=value (e.g. pretrained=Qwen/Qwen2.5-Omni-7B)")
         key, value = item.split("=", 1)
         out[key.strip()] = _typed(value.strip())
     return out
@@ -67,45 +67,56 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a model on the SpeechEQ two-round forced-choice protocol (SPEC §5).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
+    # The underscore spellings are lm-evaluation-harness's and lmms-eval's, for fingers used to them.
     p.add_argument("--model", required=True, help="registered adapter name (random, prosody, qwen2.5-omni, qwen3-omni, qwen2-audio, openai, gemini)")
-    p.add_argument("--model-args", default="", help="adapter kwargs k=v,k=v (e.g. pretrained=Qwen/Qwen2.5-Omni-7B)")
+    p.add_argument("--model-args", "--model_args", dest="model_args", default="", help="adapter kwargs k=v,k=v (e.g. pretrained=Qwen/Qwen2.5-Omni-7B)")
+    p.add_argument("--tasks", "--preset", dest="preset", choices=sorted(protocol.PRESETS), default=None,
+                   help="a named protocol setting: " + "; ".join(f"{name} = {text}" for name, (text, _) in protocol.PRESETS.items()))
     p.add_argument("--dataset", default=None, help="raw generator folder, exported dataset folder or Hub id; default: the embedded sample")
-    p.add_argument("--output-dir", required=True, help="run directory (samples.jsonl, results.json); re-running resumes")
+    p.add_argument("--output-dir", "--output_path", dest="output_dir", required=True, help="run directory (samples.jsonl, results.json); re-running resumes")
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N dialogues")
     p.add_argument("--seed", type=int, default=RunConfig.seed, help="seed of option orders and per-query seeds")
-    p.add_argument("--batch-size", type=int, default=RunConfig.batch_size, help="queries per model call (per process)")
+    p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=int, default=RunConfig.batch_size, help="queries per model call (per process)")
     p.add_argument("--prefetch", type=int, default=RunConfig.prefetch, help="chunks of dialogues decoded ahead in a background thread (default: 1 on a GPU, 0 on CPU)")
-    p.add_argument("--inference", choices=protocol.INFERENCES, default=RunConfig.inference, help="round 2 hears the model's own turn-4 pick, or the resonant one")
-    p.add_argument("--history", choices=protocol.HISTORIES, default=RunConfig.history, help="history turns as clips or as transcripts")
+    # No defaults here: a --tasks preset fills them, and a flag that contradicts the preset is an error.
+    p.add_argument("--inference", choices=protocol.INFERENCES, default=None, help=f"round 2 hears the model's own turn-4 pick, or the resonant one (default {RunConfig.inference})")
+    p.add_argument("--history", choices=protocol.HISTORIES, default=None, help=f"history turns as clips or as transcripts (default {RunConfig.history})")
     p.add_argument("--orders", choices=protocol.ORDERS, default=RunConfig.orders, help="random option order per dialogue/round/run, or every dialogue in both orders")
     p.add_argument("--num-runs", type=int, default=RunConfig.num_runs, help="runs per item, majority-voted")
     p.add_argument("--persona", choices=persona_names(), default=None, help="replace the system prompt by a persona (SPEC §5)")
     p.add_argument("--prompt-file", default=None, help="another prompt template JSON (same keys as eval_scripts/prompts/forced_choice_v1.json)")
     p.add_argument("--choice-mode", choices=protocol.CHOICE_MODES, default=RunConfig.choice_mode, help="JSON answer, or score the two answers in one forward pass")
-    p.add_argument("--oracle", action="store_true", help="replace each candidate clip by its tone instruction as text (scenario sanity check)")
+    p.add_argument("--oracle", action="store_true", default=None, help="replace each candidate clip by its tone instruction as text (scenario sanity check)")
     p.add_argument("--dtype", default=None, help="HF models: torch dtype (auto, bfloat16, float16, float32)")
     p.add_argument("--device-map", default=None, help="HF models: from_pretrained device_map (e.g. auto); default: this process's device")
     p.add_argument("--trust-remote-code", action="store_true", help="HF models: allow code from the model repository")
-    p.add_argument("--max-new-tokens", type=int, default=None, help="HF models: generation budget (default 512)")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="generation budget (HF default 512; API models: max_tokens)")
     p.add_argument("--price-in", type=float, default=None, help="USD per million input tokens (cost per 100 queries)")
     p.add_argument("--price-out", type=float, default=None, help="USD per million output tokens")
     p.add_argument("--n-bootstrap", type=int, default=RunConfig.n_bootstrap, help="bootstrap resamples of the 95%% intervals")
     p.add_argument("--overwrite", action="store_true", help="discard what the output dir holds and start over")
+    p.add_argument("--wandb-args", default=None, help="log the results to Weights & Biases (needs wandb installed): k=v,k=v for wandb.init, e.g. project=speecheq")
+    p.add_argument("--tensorboard-dir", default=None, help="log the results to TensorBoard event files in this folder (needs tensorboard installed)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
+    """The RunConfig of parsed flags; ValueError naming the flag or model arg that cannot work (nothing is loaded)."""
+    from eval_scripts.preflight import WEIGHT_FLAGS
+    from eval_scripts.preflight import check_model_args
+
     model_args = parse_model_args(args.model_args)
-    for flag, key in (("dtype", "dtype"), ("device_map", "device_map"), ("max_new_tokens", "max_new_tokens")):
-        value = getattr(args, flag)
-        if value is not None:
+    flags = {key: getattr(args, key) for key in WEIGHT_FLAGS}
+    check_model_args(args.model, model_args, flags=flags)
+    for key, value in {**flags, "max_new_tokens": args.max_new_tokens}.items():
+        if value is not None and value is not False:
             model_args.setdefault(key, value)
-    if args.trust_remote_code:
-        model_args.setdefault("trust_remote_code", True)
+    settings = protocol.preset_settings(args.preset, {name: getattr(args, name) for name in ("inference", "history", "oracle")})
     # Every other RunConfig field has a flag of the same name.
-    fields = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if f.name != "model_args"}
-    return RunConfig(**fields, model_args=model_args)
+    given = {name: getattr(args, name) for name in vars(args)}
+    fields = {f.name: given[f.name] for f in dataclasses.fields(RunConfig) if f.name in given and f.name not in ("model_args", *settings)}
+    return RunConfig(**fields, **settings, model_args=model_args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,14 +129,18 @@ def main(argv: list[str] | None = None) -> int:
     from speecheq_dataset.secrecy import install_log_scrubber
 
     install_log_scrubber()  # no key the process reads may reach a log line
-    config = config_from_args(args)
+    command = [sys.argv[0] if argv is None else "speecheq eval", *(sys.argv[1:] if argv is None else argv)]
     try:
-        results = run(config, progress=not args.no_progress)
-    except ValueError as exc:
-        print(f"speecheq eval: error: {exc}", file=sys.stderr)
+        config = config_from_args(args)
+        loggers = result_loggers(args)
+        results = run(config, progress=not args.no_progress, command=command)
+    except (ValueError, FileNotFoundError, NotADirectoryError, ImportError) as exc:
+        print(f"speecheq eval: error: {one_line(exc)}", file=sys.stderr)
         return 2
     if results is None:  # not the main process
         return 0
+    for log in loggers:
+        log(results)
     metrics = results["metrics"]
     if metrics is None:
         first = results["failed_dialogues"][0]["error"] if results["failed_dialogues"] else "no dialogues"
@@ -138,6 +153,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(results['failed_dialogues'])} dialogue(s) failed; see results.json failed_dialogues", file=sys.stderr)
     print(f"wrote {Path(config.output_dir) / 'results.json'} and samples.jsonl")
     return 0
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its message's first line (the rest of a library's message is noise here)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def result_loggers(args: argparse.Namespace) -> list:
+    """The optional experiment trackers asked for; checked up front, so a missing package fails before the run."""
+    from eval_scripts import trackers
+
+    loggers = []
+    if args.wandb_args is not None:
+        loggers.append(trackers.wandb_logger(parse_model_args(args.wandb_args)))
+    if args.tensorboard_dir is not None:
+        loggers.append(trackers.tensorboard_logger(args.tensorboard_dir))
+    return loggers
 
 
 if __name__ == "__main__":

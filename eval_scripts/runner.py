@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import json
 import logging
+import shlex
 import shutil
 import subprocess
 import time
@@ -57,6 +59,8 @@ class RunConfig:
 
     model: str
     output_dir: str = field(metadata=ANSWER_NEUTRAL)
+    # The --tasks name of the protocol settings below, if one was used (the settings themselves are what count).
+    preset: str | None = field(default=None, metadata=ANSWER_NEUTRAL)
     # The dataset is identified by its content fingerprint, not by the path or Hub id it came from.
     dataset: str | None = field(default=None, metadata=ANSWER_NEUTRAL)
     model_args: dict = field(default_factory=dict)
@@ -310,35 +314,104 @@ def first_rows(dataset, limit: int | None):
     return dataset if limit is None else dataset.select(range(min(limit, len(dataset))))
 
 
-def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, progress: bool = True) -> dict | None:
+class RunProgress:
+    """The run's progress bar on rank 0, counting the records every rank has appended to its shard since the start."""
+
+    def __init__(self, run_dir: Path, *, total: int, enabled: bool, desc: str):
+        from tqdm.auto import tqdm
+
+        self.folder = Path(run_dir) / store.SHARDS_DIR
+        self.enabled = enabled
+        # Complete lines only: a torn last line left by a crash is cut off (store.repair_tail) before appends resume.
+        self.offsets = {path: path.read_bytes().rfind(b"\n") + 1 for path in self.folder.glob("rank*.jsonl")} if enabled else {}
+        self.written = 0
+        self.bar = tqdm(total=total, disable=not enabled, unit="dlg", desc=desc, dynamic_ncols=True)
+
+    def refresh(self, own: int) -> None:
+        """After rank 0 finished `own` dialogues: move the bar to the number every rank has written."""
+        if not self.enabled:
+            return
+        for path in self.folder.glob("rank*.jsonl"):
+            with open(path, "rb") as handle:  # only what was appended since the last look
+                handle.seek(self.offsets.get(path, 0))
+                appended = handle.read()
+            complete = appended.rfind(b"\n") + 1  # a line still being written is counted next time
+            self.offsets[path] = self.offsets.get(path, 0) + complete
+            self.written += appended[:complete].count(b"\n")
+        self.bar.update(max(0, min(self.bar.total, self.written) - self.bar.n))
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def load_checked_dataset(config: RunConfig):
+    """The dataset of --dataset, or a ValueError in one line naming it (a missing folder, a Hub id that cannot be reached)."""
+    try:
+        return load_dataset_rows(config)
+    except (FileNotFoundError, NotADirectoryError, ValueError) as exc:
+        raise ValueError(f"--dataset {config.dataset!r}: {_first_line(exc)}") from exc
+    except Exception as exc:  # datasets/huggingface_hub: offline, unreachable, not found, no access
+        raise ValueError(f"--dataset {config.dataset!r}: cannot load it ({type(exc).__name__}: {_first_line(exc)})") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def accelerator_description() -> dict:
+    """What ran the model: GPU name, count and CUDA version, or "cpu"."""
+    import platform
+
+    import torch
+
+    if torch.cuda.is_available():
+        return {"type": "cuda", "name": torch.cuda.get_device_name(0), "count": torch.cuda.device_count(), "cuda": torch.version.cuda}
+    return {"type": "cpu", "name": platform.processor() or platform.machine(), "count": 1, "cuda": None}
+
+
+def warn_if_processes_were_lost(num_processes: int) -> None:
+    """`accelerate launch --num_processes N` on CPU without --multi_gpu starts one process: say so, loudly."""
+    import os
+
+    launched_by_accelerate = "ACCELERATE_USE_CPU" in os.environ or "ACCELERATE_MIXED_PRECISION" in os.environ
+    asked_for_more = "MASTER_ADDR" in os.environ and int(os.environ.get("WORLD_SIZE", "1")) <= 1
+    if launched_by_accelerate and asked_for_more and num_processes == 1:
+        logger.warning("the launcher asked for several processes but started one (on CPU, `accelerate launch` needs "
+                       "--multi_gpu with --num_processes N); this run uses a single process")
+
+
+def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, progress: bool = True,
+        command: list[str] | None = None) -> dict | None:
     """Run (or resume) an evaluation; returns results.json's content on the main process, None elsewhere.
 
-    `model` and `dataset` may be given ready-made (tests, the demo); else they come from the config.
+    Everything a user can get wrong (options, the dataset, the prompt) is checked before
+    the model is built. `model` and `dataset` may be given ready-made (tests, the demo);
+    else they come from the config. `command` is the command line recorded in results.json.
     """
     from accelerate.utils import gather_object
-    from tqdm.auto import tqdm
 
     from speecheq_dataset.loading import dataset_fingerprint
 
     config.validate()
-    accelerator = make_accelerator()
-    is_main = accelerator.is_main_process
-    run_dir = Path(config.output_dir)
-
     template = load_template(config.prompt_file)
     system = persona_text(config.persona) if config.persona else template["system"]
     the_prompt_hash = prompt_hash(template, system)
-    if model is None:
-        model = build_model(config.model, **config.model_args)
-    check_model(model, config)
     if dataset is None:
-        dataset = load_dataset_rows(config)
+        dataset = load_checked_dataset(config)
+    accelerator = make_accelerator()
+    is_main = accelerator.is_main_process
+    warn_if_processes_were_lost(accelerator.num_processes)
+    run_dir = Path(config.output_dir)
     # The whole dataset's fingerprint, taken before --limit: a run extended to more dialogues is the same run.
     fingerprint = dataset_fingerprint(dataset)
     dataset = first_rows(dataset, config.limit)
     ident = identity(config, fingerprint, the_prompt_hash)
     prepare_run_dir(run_dir, ident, config.overwrite, is_main)
     accelerator.wait_for_everyone()
+    if model is None:
+        model = build_model(config.model, **config.model_args)
+    check_model(model, config)
 
     ids = [str(i) for i in dataset["id"]]
     known_ids = set(ids)  # a list lookup per shard record made resuming a large run quadratic
@@ -348,7 +421,9 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
             previous[record.id] = record
     done = {i for i, r in previous.items() if r.ok}
     pending = [k for k, i in enumerate(ids) if i not in done]
-    if is_main and done:
+    if is_main and not pending:
+        print(f"{run_dir}: all {len(ids)} dialogues already done; writing the results again", flush=True)
+    elif is_main and done:
         logger.info("resuming %s: %d of %d dialogues already done", run_dir, len(done), len(ids))
     # Every rank must have read the shards before any rank appends to its own,
     # or ranks could disagree on what is pending and split the work differently.
@@ -361,17 +436,13 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
     chunk_size = max(1, config.batch_size) * 2
     new_records: list[DialogueRecord] = []
     session_began = time.perf_counter()
+    ahead = loading_depth(config, accelerator.device)
     with accelerator.split_between_processes(pending) as mine:
         mine = list(mine)
-        bar = tqdm(
-            total=len(mine),
-            disable=not (is_main and progress),
-            unit="dlg",
-            desc=f"{config.model} (rank 0 of {accelerator.num_processes})",
-            dynamic_ncols=True,
-        )
+        # Rank 0 draws the bar for the whole run: it counts every rank's shard lines, not only its own share.
+        bar = RunProgress(run_dir, total=len(pending), enabled=is_main and progress and bool(pending),
+                          desc=f"{config.model} ({accelerator.num_processes} process{'es' if accelerator.num_processes > 1 else ''})")
         chunks = [mine[start : start + chunk_size] for start in range(0, len(mine), chunk_size)]
-        ahead = loading_depth(config, accelerator.device)
         prepare_for = settings if ahead else None  # in the runner's own thread, features are computed when first needed
         loaded = prefetch.prefetched(chunks, lambda chunk: load_dialogues(dataset, chunk, model, prepare_for), depth=ahead)
         with store.ShardWriter(store.shard_path(run_dir, accelerator.process_index)) as writer, contextlib.closing(loaded):
@@ -382,7 +453,7 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
                     record = by_id[ids[k]]
                     writer.append(record)
                     new_records.append(record)
-                bar.update(len(chunk))
+                bar.refresh(len(chunk))
         bar.close()
     gathered = gather_object(new_records) if accelerator.num_processes > 1 else new_records
     accelerator.wait_for_everyone()
@@ -395,6 +466,9 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
             final[record.id] = record
     ordered = [final[i] for i in ids if i in final]
     results = build_results(config, model, ordered, fingerprint, the_prompt_hash, template, accelerator.num_processes)
+    results["timestamp_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    results["accelerator"] = accelerator_description()
+    results["command"] = shlex.join(command) if command else None
     # This invocation's throughput over all processes (start-up excluded; resumed work not counted).
     results["deployment"]["session"] = {
         "dialogues": len(gathered),

@@ -53,6 +53,9 @@ class HttpChoiceModel(ChoiceModel):
     provider = "api"
     default_key_env = ""
     default_audio_sr = 16_000
+    requires = ("httpx",)
+    requires_extra = "api"
+    extra_args = ("max_new_tokens",)  # the runner's --max-new-tokens, under its Hugging Face name
 
     def __init__(
         self,

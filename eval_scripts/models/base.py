@@ -75,6 +75,8 @@ class ChoiceModel(abc.ABC):
     modes: frozenset[str] = frozenset({"generate"})  # "generate" and/or "logprob"
     needs_text_parts: bool = False  # True for text-only backends (oracle mode required)
     sampling_rate: int | None = None  # the runner decodes clips at this rate (None: each file's own rate)
+    requires: tuple[str, ...] = ()  # modules the adapter imports when built; checked before a run starts
+    requires_extra: str | None = None  # the speecheq extra that installs them
 
     @abc.abstractmethod
     def generate(self, queries: list[ChoiceQuery]) -> list[ModelOutput]:
@@ -116,12 +118,17 @@ def known_models() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def build_model(name: str, **kwargs) -> ChoiceModel:
-    """Instantiate a registered adapter; unknown names fail with the list of known ones."""
+def model_factory(name: str) -> Callable[..., ChoiceModel]:
+    """The registered adapter class (or factory) of `name`; unknown names fail with the list of known ones."""
     _import_adapters()
     if name not in _REGISTRY:
         raise ValueError(f"unknown model {name!r}; known models: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name](**kwargs)
+    return _REGISTRY[name]
+
+
+def build_model(name: str, **kwargs) -> ChoiceModel:
+    """Instantiate a registered adapter; unknown names fail with the list of known ones."""
+    return model_factory(name)(**kwargs)
 
 
 def _import_adapters() -> None:
