@@ -18,15 +18,25 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--strict", action="store_true", help="fail on the first faulty dialogue folder instead of skipping it")
     build.add_argument("--overwrite", action="store_true", help="replace an earlier SpeechEQ export at OUT_DIR (nothing else is ever replaced)")
     build.add_argument("--max-shard-mb", type=int, default=256, help="upper bound of one parquet shard (MB, default 256)")
+    for command in (build,):
+        _card_options(command)
     sample = sub.add_parser("sample", help="render the embedded sample (espeak-ng, offline) and export it")
     sample.add_argument("out_dir", metavar="OUT_DIR")
     sample.add_argument("--overwrite", action="store_true", help="replace an earlier SpeechEQ export at OUT_DIR (nothing else is ever replaced)")
-    push = sub.add_parser("push", help="upload an exported folder to a Hub dataset repo (token from HF_TOKEN)")
+    _card_options(sample, pretty_default="SpeechEQ embedded sample")
+    push = sub.add_parser("push", help="check an exported folder and upload it to a Hub dataset repo (token: HF_TOKEN or `hf auth login`)")
     push.add_argument("out_dir", metavar="OUT_DIR")
     push.add_argument("--repo-id", required=True, help="e.g. SpeechEQ/SpeechEQ")
-    push.add_argument("--dry-run", action="store_true", help="list what would be uploaded; no network")
+    push.add_argument("--dry-run", action="store_true", help="check the folder and list what would be uploaded; no network")
+    push.add_argument("--license", default=None, help="refuse to push unless the card carries this license id")
+    push.add_argument("--pretty-name", default=None, help="refuse to push unless the card carries this pretty name")
     push.add_argument("--private", action="store_true", help="create the repo as private")
     return parser
+
+
+def _card_options(parser: argparse.ArgumentParser, pretty_default: str = "SpeechEQ") -> None:
+    parser.add_argument("--license", default=None, help="Hub license id written into the card (default cc-by-4.0, which the card says was a default)")
+    parser.add_argument("--pretty-name", default=pretty_default, help=f"the card's title and pretty_name (default {pretty_default!r})")
 
 
 def _rejection_report(rejected) -> str:
@@ -60,15 +70,16 @@ def main(argv: list[str] | None = None) -> int:
             if args.max_shard_mb <= 0:
                 raise ValueError(f"--max-shard-mb must be positive, got {args.max_shard_mb}")
             result = build_export(args.raw_dir, args.out_dir, strict=args.strict, overwrite=args.overwrite,
-                                  max_shard_bytes=args.max_shard_mb * 2**20)
+                                  max_shard_bytes=args.max_shard_mb * 2**20, license=args.license, pretty_name=args.pretty_name)
             print(summarize(result))
             if result.rejected:
                 print(_rejection_report(result.rejected), file=sys.stderr)
         elif args.command == "sample":
-            print(summarize(export_sample(args.out_dir, overwrite=args.overwrite)))
+            print(summarize(export_sample(args.out_dir, overwrite=args.overwrite, license=args.license, pretty_name=args.pretty_name)))
         elif args.command == "push":
-            plan = push_folder(args.out_dir, args.repo_id, dry_run=args.dry_run, private=args.private)
-            verb = "Would upload" if args.dry_run else "Uploaded"
+            plan = push_folder(args.out_dir, args.repo_id, dry_run=args.dry_run, private=args.private, license=args.license,
+                               pretty_name=args.pretty_name)
+            verb = "Checked the card, schema and shards; would upload" if args.dry_run else "Uploaded"
             total = sum(f.size_bytes for f in plan)
             print(f"{verb} {len(plan)} files ({total / 1e6:.1f} MB) to https://huggingface.co/datasets/{args.repo_id}:")
             for f in plan:

@@ -60,6 +60,7 @@ MARKER_FORMAT = "speecheq-export/1"
 # A file the user may add to an export for the Hub; kept across a replacement, never deleted.
 KEPT_FILES = (".gitattributes",)
 SHARD_NAME = re.compile(rf"^{SPLIT}-\d{{5}}-of-\d{{5}}\.parquet$")
+LICENSE_ID = re.compile(r"^[a-z0-9][a-z0-9.+\-]*$")  # the Hub's license ids: cc-by-4.0, apache-2.0, mit, other, ...
 
 
 class ExportDestinationError(ValueError):
@@ -130,10 +131,18 @@ def dataset_statistics(ds: datasets.Dataset) -> Statistics:
     return compute_statistics(small["subscale"], small["scenario_valence"], small["duration_s"])
 
 
-def _yaml_header(stats: Statistics, split_bytes: int, download_bytes: int, pretty_name: str) -> str:
+def check_card_fields(license: str, pretty_name: str) -> None:
+    """ValueError naming a license id or pretty name that cannot go into a card's YAML header."""
+    if not LICENSE_ID.match(license):
+        raise ValueError(f"--license {license!r} is not a Hub license id (e.g. cc-by-4.0, mit, apache-2.0, other)")
+    if not pretty_name.strip() or "\n" in pretty_name:
+        raise ValueError(f"--pretty-name {pretty_name!r} must be one non-empty line")
+
+
+def _yaml_header(stats: Statistics, split_bytes: int, download_bytes: int, pretty_name: str, license: str) -> str:
     size = "n<1K" if stats.dialogues < 1000 else "1K<n<10K" if stats.dialogues < 10_000 else "10K<n<100K"
     header = {
-        "license": LICENSE,
+        "license": license,
         "language": ["en"],
         "pretty_name": pretty_name,
         "size_categories": [size],
@@ -173,7 +182,8 @@ def _type_label(feature) -> str:
     return feature.dtype if isinstance(feature, datasets.Value) else feature.__class__.__name__
 
 
-def card_text(stats: Statistics, split_bytes: int, download_bytes: int, *, pretty_name: str = "SpeechEQ", source_note: str = "") -> str:
+def card_text(stats: Statistics, split_bytes: int, download_bytes: int, *, pretty_name: str = "SpeechEQ", source_note: str = "",
+              license: str = LICENSE, license_given: bool = False) -> str:
     """The full README.md dataset card."""
     taxonomy = "\n".join(
         f"| {c.name} (`{c.slug}`) | "
@@ -230,7 +240,8 @@ chance; report a prosody-shortcut baseline next to every model.
 
 ## License
 
-{LICENSE}
+`{license}`: {"given with `--license` when this folder was exported." if license_given else
+              "the default of `speecheq dataset build`, not a statement about your data; choose yours with `--license`."}
 
 ## Citation
 
@@ -238,7 +249,7 @@ chance; report a prosody-shortcut baseline next to every model.
 {CITATION}
 ```
 """
-    return _yaml_header(stats, split_bytes, download_bytes, pretty_name) + body
+    return _yaml_header(stats, split_bytes, download_bytes, pretty_name, license) + body
 
 
 def _listed_files(out_dir: Path) -> set[str] | None:
@@ -409,6 +420,7 @@ def export_hub_folder(
     rows_per_group: int = DEFAULT_ROWS_PER_GROUP,
     pretty_name: str = "SpeechEQ",
     source_note: str = "",
+    license: str | None = None,
 ) -> ExportResult:
     """Write ds as a Hub dataset repository folder at out_dir.
 
@@ -418,6 +430,7 @@ def export_hub_folder(
     out_dir = Path(out_dir)
     if len(ds) == 0:
         raise ValueError(f"nothing to export to {out_dir}: the dataset has no rows")
+    check_card_fields(license or LICENSE, pretty_name)
     check_destination(out_dir, overwrite=overwrite, sources=tuple(Path(s) for s in sources))
     stats = dataset_statistics(ds)
     tmp = make_temp_dir(out_dir, prefix=f".tmp-{out_dir.name}-")
@@ -430,7 +443,8 @@ def export_hub_folder(
             raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(tmp / DATA_DIR)) from exc
         download_bytes = sum(s.stat().st_size for s in shards)
         split_bytes = sum(_uncompressed_bytes(s) for s in shards)
-        card = card_text(stats, split_bytes, download_bytes, pretty_name=pretty_name, source_note=source_note)
+        card = card_text(stats, split_bytes, download_bytes, pretty_name=pretty_name, source_note=source_note,
+                         license=license or LICENSE, license_given=license is not None)
         (tmp / CARD_FILE).write_text(card, encoding="utf-8")
         _write_marker(tmp, [tmp / CARD_FILE, *shards], stats.dialogues)
         check_destination(out_dir, overwrite=overwrite)  # again: the folder may have changed while we wrote
@@ -461,6 +475,7 @@ def build_export(
     from speecheq_dataset.raw import scan_raw_dir
 
     # Checked before the (long) build, and again by the export itself.
+    check_card_fields(export_kwargs.get("license") or LICENSE, export_kwargs.get("pretty_name", "SpeechEQ"))
     check_destination(Path(out_dir), overwrite=overwrite, sources=(Path(raw_dir),))
     warnings = scan_raw_dir(raw_dir).warnings()
     with tempfile.TemporaryDirectory(prefix="speecheq-build-", dir=cache_dir) as build_cache:
@@ -477,7 +492,8 @@ def build_export(
     return result
 
 
-def export_sample(out_dir: str | os.PathLike, *, overwrite: bool = False, cache_root: str | os.PathLike | None = None) -> ExportResult:
+def export_sample(out_dir: str | os.PathLike, *, overwrite: bool = False, cache_root: str | os.PathLike | None = None,
+                  license: str | None = None, pretty_name: str = "SpeechEQ embedded sample") -> ExportResult:
     """Build (or reuse) the embedded sample and export it as a Hub folder at out_dir."""
     from speecheq_dataset.sample import load_sample
 
@@ -485,9 +501,10 @@ def export_sample(out_dir: str | os.PathLike, *, overwrite: bool = False, cache_
         "\nThis is the **embedded sample** of the SpeechEQ toolkit: the project's own dialogue scripts rendered "
         "offline with espeak-ng (tone instructions mapped to pitch, rate and loudness), not the published data.\n"
     )
+    check_card_fields(license or LICENSE, pretty_name)
     check_destination(Path(out_dir), overwrite=overwrite)
-    return export_hub_folder(load_sample(cache_root), out_dir, overwrite=overwrite, pretty_name="SpeechEQ embedded sample",
-                             source_note=note)
+    return export_hub_folder(load_sample(cache_root), out_dir, overwrite=overwrite, pretty_name=pretty_name,
+                             source_note=note, license=license)
 
 
 def summarize(result: ExportResult) -> str:

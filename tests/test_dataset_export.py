@@ -302,7 +302,7 @@ def test_cli_build_reports_rejected_folders_and_strict_fails(real_raw_dir, tmp_p
 
     assert cli.main(["push", str(tmp_path / "out"), "--repo-id", "me/speecheq", "--dry-run"]) == 0
     out, _ = capsys.readouterr()
-    assert "Would upload 2 files" in out and "data/test-00000-of-00001.parquet" in out
+    assert "would upload 2 files" in out and "data/test-00000-of-00001.parquet" in out
 
 
 def test_build_export_end_to_end_on_real_folder(real_raw_dir, tmp_path):
@@ -352,3 +352,45 @@ def test_an_export_gets_the_usual_permissions(built, tmp_path):
     assert stat.S_IMODE(result.out_dir.stat().st_mode) == 0o755
     assert stat.S_IMODE((result.out_dir / "data").stat().st_mode) == 0o755
     assert {stat.S_IMODE(f.stat().st_mode) for f in result.files} == {0o644}
+
+
+def _copy_export(result, dest: Path) -> Path:
+    import shutil
+
+    shutil.copytree(result.out_dir, dest)
+    return dest
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda f: (f / "notes.txt").write_text("x"), "not part of a dataset export (notes.txt)"),
+    (lambda f: (f / "README.md").write_text("---\nconfigs: [unclosed\n---\n# card"), "the card's YAML is not usable"),
+    (lambda f: next((f / "data").glob("*.parquet")).write_bytes(b"PAR1 not really"), "not a readable parquet file"),
+    (lambda f: (f / "README.md").write_text((f / "README.md").read_text().replace("dtype: float64", "dtype: string", 1)),
+     "do not match the card's features"),
+    (lambda f: (f / "README.md").write_text((f / "README.md").read_text().replace("num_examples: 45", "num_examples: 44")),
+     "the card says 44 rows, the shards hold 45"),
+])
+def test_push_dry_run_checks_what_it_would_upload(built, tmp_path, damage, words):
+    # Issue 11: a dry run validates the card's YAML against the parquet schema, opens every shard, and refuses strays.
+    _, result, _ = built
+    folder = _copy_export(result, tmp_path / "export")
+    push_folder(folder, "SpeechEQ/SpeechEQ", dry_run=True)  # intact: fine
+    damage(folder)
+    with pytest.raises(ValueError, match=re.escape(words)):
+        push_folder(folder, "SpeechEQ/SpeechEQ", dry_run=True)
+
+
+def test_license_and_pretty_name_reach_the_card_and_push_checks_them(built, tmp_path):
+    dataset, _, _ = built
+    result = export_hub_folder(dataset.select(range(2)), tmp_path / "out", license="cc-by-nc-4.0", pretty_name="SpeechEQ (mine)")
+    card = (result.out_dir / "README.md").read_text()
+    header = yaml.safe_load(card.split("---")[1])
+    assert header["license"] == "cc-by-nc-4.0" and header["pretty_name"] == "SpeechEQ (mine)"
+    assert "`cc-by-nc-4.0`: given with `--license`" in card
+    push_folder(result.out_dir, "me/x", dry_run=True, license="cc-by-nc-4.0")
+    with pytest.raises(ValueError, match="--license 'mit', but the card says 'cc-by-nc-4.0'"):
+        push_folder(result.out_dir, "me/x", dry_run=True, license="mit")
+    default = export_hub_folder(dataset.select(range(2)), tmp_path / "default")
+    assert "the default of `speecheq dataset build`" in (default.out_dir / "README.md").read_text()
+    with pytest.raises(ValueError, match="not a Hub license id"):
+        export_hub_folder(dataset.select(range(2)), tmp_path / "bad", license="CC BY 4.0")
