@@ -1,17 +1,30 @@
 """Audio I/O shared by the builders and the runner: decode encoded clips to arrays.
 
 Clips are stored as their original encoded bytes (MP3 for the published data,
-WAV for the embedded sample); decoding happens here, once, with torchcodec.
+WAV for the embedded sample); decoding happens here, once. The decoder is
+torchcodec (FFmpeg) when it loads, else soundfile, whose wheels bundle a
+libsndfile that reads MP3: GPU images often have torch but no FFmpeg. The
+choice is logged once; SPEECHEQ_AUDIO_DECODER=soundfile|torchcodec forces it.
+Both give the same samples at a file's own rate (checked on the real clips).
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import os
+import threading
 import wave
 from pathlib import Path
 
 import numpy as np
+
+logger = logging.getLogger(__name__)
+
+DECODER_ENV = "SPEECHEQ_AUDIO_DECODER"
+DECODERS = ("torchcodec", "soundfile")
+_decoder: str | None = None
+_decoder_lock = threading.Lock()
 
 
 class AudioDecodeError(ValueError):
@@ -22,14 +35,40 @@ class EmptyAudioError(AudioDecodeError):
     """A clip with no content: zero bytes, or a valid container that decodes to no samples."""
 
 
+def audio_decoder() -> str:
+    """The decoder in use: "torchcodec" when it and its FFmpeg libraries load, else "soundfile" (chosen and logged once)."""
+    global _decoder
+    with _decoder_lock:
+        if _decoder is None:
+            _decoder = _choose_decoder()
+        return _decoder
+
+
+def _choose_decoder() -> str:
+    forced = os.environ.get(DECODER_ENV, "").strip().lower()
+    if forced and forced not in DECODERS:
+        raise ValueError(f"{DECODER_ENV}={forced!r}: choose one of {', '.join(DECODERS)}")
+    if forced == "soundfile":
+        logger.info("decoding audio with soundfile (%s=soundfile)", DECODER_ENV)
+        return "soundfile"
+    try:
+        from torchcodec.decoders import AudioDecoder  # noqa: F401  (loads FFmpeg's libraries)
+    except Exception as exc:  # ImportError, or RuntimeError/OSError when FFmpeg's libraries are missing
+        if forced == "torchcodec":
+            raise
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        logger.info("decoding audio with soundfile: torchcodec cannot load (%s)", reason)
+        return "soundfile"
+    logger.info("decoding audio with torchcodec (FFmpeg)")
+    return "torchcodec"
+
+
 def decode_audio(source: bytes | str | os.PathLike, sampling_rate: int | None = None, *, name: str = "") -> tuple[np.ndarray, int]:
     """Decode encoded audio (bytes or a file path) to mono float32 samples.
 
     `sampling_rate` resamples when given; `name` labels errors (a file or column).
     Returns (samples, sampling_rate).
     """
-    from torchcodec.decoders import AudioDecoder
-
     label = name or (str(source) if not isinstance(source, bytes) else "<bytes>")
     if isinstance(source, (str, os.PathLike)):
         source = Path(source)
@@ -38,17 +77,39 @@ def decode_audio(source: bytes | str | os.PathLike, sampling_rate: int | None = 
         source = source.read_bytes()
     if not source:
         raise EmptyAudioError(f"{label}: empty audio (0 bytes)")
-    try:
-        decoder = AudioDecoder(source, sample_rate=sampling_rate, num_channels=1)
-        samples = decoder.get_all_samples()
-    except Exception as exc:  # torchcodec raises RuntimeError/ValueError variants
-        if _holds_no_frames(source):
-            raise EmptyAudioError(f"{label}: audio decodes to no samples (a valid container with 0 frames)") from exc
-        raise AudioDecodeError(f"{label}: cannot decode audio ({exc})") from exc
-    array = samples.data.numpy()[0].astype(np.float32, copy=False)
+    if audio_decoder() == "soundfile":
+        array, rate = _decode_with_soundfile(source, label)
+    else:
+        array, rate = _decode_with_torchcodec(source, sampling_rate, label)
+        sampling_rate = None  # torchcodec resampled already
     if array.size == 0:
         raise EmptyAudioError(f"{label}: audio decodes to no samples")
-    return array, int(samples.sample_rate)
+    if sampling_rate and sampling_rate != rate:
+        array, rate = resample(array, rate, sampling_rate), sampling_rate
+    return array, rate
+
+
+def _decode_with_torchcodec(data: bytes, sampling_rate: int | None, label: str) -> tuple[np.ndarray, int]:
+    from torchcodec.decoders import AudioDecoder
+
+    try:
+        decoder = AudioDecoder(data, sample_rate=sampling_rate, num_channels=1)
+        samples = decoder.get_all_samples()
+    except Exception as exc:  # torchcodec raises RuntimeError/ValueError variants
+        if _holds_no_frames(data):
+            raise EmptyAudioError(f"{label}: audio decodes to no samples (a valid container with 0 frames)") from exc
+        raise AudioDecodeError(f"{label}: cannot decode audio ({exc})") from exc
+    return samples.data.numpy()[0].astype(np.float32, copy=False), int(samples.sample_rate)
+
+
+def _decode_with_soundfile(data: bytes, label: str) -> tuple[np.ndarray, int]:
+    import soundfile
+
+    try:
+        frames, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True)
+    except Exception as exc:  # soundfile.LibsndfileError, RuntimeError, TypeError for unknown formats
+        raise AudioDecodeError(f"{label}: cannot decode audio ({exc})") from exc
+    return frames.mean(axis=1, dtype=np.float32) if frames.shape[1] > 1 else frames[:, 0].copy(), int(rate)
 
 
 def _holds_no_frames(data: bytes) -> bool:

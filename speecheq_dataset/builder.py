@@ -52,6 +52,28 @@ def source_digest(raw_dir: Path | str) -> str:
     return digest.hexdigest()[:16]
 
 
+class EncodedAudio(datasets.Audio):
+    """datasets.Audio that stores an encoded clip's {bytes, path} as it is.
+
+    datasets' own encode_example imports torchcodec's encoder even for bytes it keeps
+    unchanged, and GPU images often have no FFmpeg for torchcodec to load: the builder
+    must work there too. Other values (arrays) still go through datasets.
+    """
+
+    def encode_example(self, value):
+        if isinstance(value, dict) and isinstance(value.get("bytes"), (bytes, bytearray)) and "array" not in value:
+            return {"bytes": bytes(value["bytes"]), "path": value.get("path")}
+        return super().encode_example(value)
+
+
+def _building_features() -> datasets.Features:
+    """FEATURES with EncodedAudio for the audio columns (the same storage, so the same Arrow schema and card)."""
+    return datasets.Features({
+        name: EncodedAudio(sampling_rate=feature.sampling_rate, decode=feature.decode) if isinstance(feature, datasets.Audio) else feature
+        for name, feature in FEATURES.items()
+    })
+
+
 @dataclass
 class SpeechEQConfig(datasets.BuilderConfig):
     """Builder options: `data_dir` is the raw folder; `strict` fails on the first faulty dialogue."""
@@ -84,7 +106,7 @@ class SpeechEQBuilder(datasets.GeneratorBasedBuilder):
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
             description=DESCRIPTION,
-            features=FEATURES,
+            features=_building_features(),
             citation=CITATION,
             homepage="https://huggingface.co/datasets/SpeechEQ/SpeechEQ",
             license=LICENSE,
