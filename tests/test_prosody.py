@@ -20,7 +20,7 @@ def tone(freq: float = 200.0, seconds: float = 1.0, amplitude: float = 0.3, colu
 
 
 def query(option1: Clip, option2: Clip, preceding: Clip | None = None, seed: int = 0) -> ChoiceQuery:
-    return ChoiceQuery(uid=f"d/r1/run0/{seed}", system="", parts=[], options=(option1, option2), preceding=preceding, seed=seed)
+    return ChoiceQuery(uid=f"d/r1/generate/random/run{seed}", system="", parts=[], options=(option1, option2), preceding=preceding, seed=seed)
 
 
 def feats(**overrides) -> ClipFeatures:
