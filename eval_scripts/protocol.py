@@ -7,7 +7,7 @@ turn 6 given turns 1-5, where turn 4 is the clip the model chose in round 1
 
 One sample, end to end: `run_rounds` builds each round's queries
 (`build_query`), asks the model in batches (`ask`), reads each answer
-(`answer_record`: parse, level, correctness, cost) and returns one
+(`answer_record`: parse, level, correctness) and returns one
 DialogueRecord per dialogue. Everything but `ask` is a pure function.
 """
 
