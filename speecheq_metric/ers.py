@@ -1,9 +1,7 @@
-"""EMO-Reasoning scores (SPEC §7): continuous ECS/EBS/ESS/ERS and CT-*, categorical and perceptual ERS.
+"""Continuous EMO-Reasoning scores (SPEC §7): ECS, EBS, ESS, ERS of a turn and CT-* of a dialogue.
 
-A turn is a per-second valence/arousal/dominance (VAD) trajectory, given by
-column NAME (a mapping, a pandas DataFrame or a CSV file with columns
-`valence, arousal, dominance`), never by position: emotion models disagree on
-the order of their outputs.
+Inputs are per-second VAD turns (see vad.py); the categorical and perceptual
+scores are in ers_discrete.py.
 
 Two variants:
 - `paper`: the formulas of the EMO-Reasoning paper. Costs are turned into
@@ -20,27 +18,23 @@ be mistaken for a perfect 1.0 (the published evaluator writes 1.0 there).
 
 from __future__ import annotations
 
-import csv
-import math
-import numbers
-import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from .dtw import dtw_many_checked
 from .dtw import fastdtw_distance
 from .kernels import turn_costs_kernel
+from .vad import DIMENSIONS
+from .vad import TurnBatch
+from .vad import TurnInput
+from .vad import collect_turns
+from .vad import paired_turns
 
-DIMENSIONS: tuple[str, ...] = ("valence", "arousal", "dominance")
 VARIANTS: tuple[str, ...] = ("paper", "reference")
 _V, _A, _D = 0, 1, 2
-
-TurnInput = Mapping | str | os.PathLike | object  # mapping / DataFrame / CSV path
-
 
 @dataclass(frozen=True)
 class ERSParams:
@@ -112,82 +106,6 @@ class DialogueScores:
         return asdict(self)
 
 
-# ----------------------------------------------------------------- inputs
-
-
-def read_vad_csv(path: str | os.PathLike) -> np.ndarray:
-    """A (3, T) VAD array from a CSV with `valence, arousal, dominance` columns (any order, any case).
-
-    Other columns (time, speaker, ...) are ignored. ValueError naming the file
-    and row for a missing column or a value that is not a number.
-    """
-    path = Path(path)
-    with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        header = {name.strip().lower(): name for name in (reader.fieldnames or [])}
-        missing = [d for d in DIMENSIONS if d not in header]
-        if missing:
-            raise ValueError(f"{path}: missing column(s) {missing}; found {reader.fieldnames}")
-        rows = []
-        for line_no, row in enumerate(reader, start=2):
-            try:
-                rows.append([float(row[header[d]]) for d in DIMENSIONS])
-            except (TypeError, ValueError):
-                raise ValueError(f"{path}: line {line_no} has a non-numeric value in {[row.get(header[d]) for d in DIMENSIONS]}") from None
-    if not rows:
-        raise ValueError(f"{path}: no rows (a turn needs at least one second of VAD)")
-    return _checked_vad(np.asarray(rows, dtype=np.float64).T, name=str(path))
-
-
-def _checked_vad(arr: np.ndarray, *, name: str, finite: bool = True) -> np.ndarray:
-    """A non-empty (3, T) array, finite unless the caller checks finiteness in bulk (finite=False)."""
-    if arr.shape[1] == 0:
-        raise ValueError(f"{name}: empty trajectory (a turn needs at least one second of VAD)")
-    if finite and not np.isfinite(arr).all():
-        dim, t = (int(v[0]) for v in np.nonzero(~np.isfinite(arr)))
-        raise ValueError(f"{name}: {DIMENSIONS[dim]} is {float(arr[dim, t])!r} at second {t}; drop or interpolate such frames first")
-    return np.ascontiguousarray(arr)
-
-
-def as_vad(turn: TurnInput, *, name: str = "turn", finite: bool = True) -> np.ndarray:
-    """A validated (3, T) VAD array from a mapping/DataFrame with named columns or a CSV path.
-
-    finite=False leaves the NaN/infinity check to the caller (`_paired` checks a whole batch at once).
-    """
-    if isinstance(turn, (str, os.PathLike)):
-        return read_vad_csv(turn)
-    if type(turn) is dict and "valence" in turn and "arousal" in turn and "dominance" in turn:
-        # fast path for the common case: a plain dict with lower-case names and equal 1-D columns
-        try:
-            arr = np.array((turn["valence"], turn["arousal"], turn["dominance"]), dtype=np.float64)
-        except (TypeError, ValueError):
-            arr = None  # ragged or odd content: the general path below names the problem
-        if arr is not None and arr.ndim == 2:
-            return _checked_vad(arr, name=name, finite=finite)
-    if isinstance(turn, np.ndarray) and turn.dtype.names is None:
-        raise ValueError(f"{name}: a plain array has no column names; pass a mapping {{'valence': ..., 'arousal': ..., 'dominance': ...}}")
-    columns = getattr(turn, "columns", None)
-    keys = list(columns) if columns is not None else (list(turn.keys()) if isinstance(turn, Mapping) else None)
-    if keys is None and isinstance(turn, np.ndarray):
-        keys = list(turn.dtype.names)
-    if keys is None:
-        raise ValueError(f"{name}: expected a mapping/DataFrame with valence, arousal, dominance columns or a CSV path, got {type(turn).__name__}")
-    by_lower = {str(k).strip().lower(): k for k in keys}
-    missing = [d for d in DIMENSIONS if d not in by_lower]
-    if missing:
-        raise ValueError(f"{name}: missing column(s) {missing}; found {keys}")
-    cols = []
-    for d in DIMENSIONS:
-        col = np.asarray(turn[by_lower[d]], dtype=np.float64)
-        if col.ndim != 1:
-            raise ValueError(f"{name}: column {d} must be 1-D (one value per second), got shape {col.shape}")
-        cols.append(col)
-    lengths = {len(c) for c in cols}
-    if len(lengths) != 1:
-        raise ValueError(f"{name}: columns have different lengths {[len(c) for c in cols]}")
-    return _checked_vad(np.vstack(cols), name=name, finite=finite)
-
-
 # ----------------------------------------------------------------- DTW backends
 
 
@@ -240,69 +158,7 @@ def _minmax_scores(costs: np.ndarray, bounds: tuple[float, float] | None, what: 
 # ----------------------------------------------------------------- turn-level scores
 
 
-class _Batch:
-    """Validated turns stored flat: one C-contiguous (3, ΣT) array and the turn offsets into it."""
-
-    __slots__ = ("flat", "offsets")
-
-    def __init__(self, flat: np.ndarray, offsets: np.ndarray):
-        self.flat = flat
-        self.offsets = offsets
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, i: int) -> np.ndarray:
-        return self.flat[:, self.offsets[i] : self.offsets[i + 1]]
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets).astype(np.float64)
-
-
-def _collect(turns: Sequence[TurnInput], name_of: Callable[[int], str]) -> _Batch:
-    """Validate and flatten turns in bulk: per turn only name lookups, one NaN check for the batch."""
-    cols: tuple[list, list, list] = ([], [], [])
-    lengths = np.empty(len(turns), dtype=np.int64)
-    for i, turn in enumerate(turns):
-        if type(turn) is dict:
-            try:
-                v, a, d = turn["valence"], turn["arousal"], turn["dominance"]
-                n = len(v)
-                fast = n > 0 and len(a) == n and len(d) == n
-            except (KeyError, TypeError):
-                fast = False
-            if fast:
-                cols[0].append(v)
-                cols[1].append(a)
-                cols[2].append(d)
-                lengths[i] = n
-                continue
-        arr = as_vad(turn, name=name_of(i), finite=False)
-        for k in range(3):
-            cols[k].append(arr[k])
-        lengths[i] = arr.shape[1]
-    offsets = np.zeros(len(turns) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    if len(turns) == 0:
-        return _Batch(np.zeros((3, 0)), offsets)
-    try:
-        flat = np.ascontiguousarray(np.stack([np.concatenate(c).astype(np.float64, copy=False) for c in cols]))
-        ok = flat.shape == (3, int(offsets[-1]))
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:  # some column is not a flat list of numbers: let the per-turn path name it
-        for i, turn in enumerate(turns):
-            as_vad(turn, name=name_of(i))
-        raise ValueError("VAD columns could not be combined into one batch")  # pragma: no cover - as_vad raises first
-    if not np.isfinite(flat).all():
-        bad = int(np.flatnonzero(~np.isfinite(flat).all(axis=0))[0])
-        i = int(np.searchsorted(offsets, bad, side="right") - 1)
-        _checked_vad(flat[:, offsets[i] : offsets[i + 1]], name=name_of(i))
-    return _Batch(flat, offsets)
-
-
-def _turn_costs(users: _Batch, models: _Batch, params: ERSParams, dtw: str | Callable) -> dict[str, np.ndarray]:
+def _turn_costs(users: TurnBatch, models: TurnBatch, params: ERSParams, dtw: str | Callable) -> dict[str, np.ndarray]:
     """Raw per-turn costs; the exact backend runs in one compiled call, others pair by pair."""
     n = len(users)
     limits = np.array([params.valence_extreme_below, params.arousal_extreme_above, params.dominance_extreme_below])
@@ -345,8 +201,8 @@ def _turn_costs(users: _Batch, models: _Batch, params: ERSParams, dtw: str | Cal
 
 
 def _turn_arrays(
-    users: _Batch,
-    models: _Batch,
+    users: TurnBatch,
+    models: TurnBatch,
     *,
     variant: str,
     dtw: str | Callable,
@@ -422,18 +278,6 @@ def _turn_objects(a: dict[str, np.ndarray]) -> list[TurnScores]:
     return out
 
 
-def _paired(user_turns: Sequence, model_turns: Sequence) -> tuple[_Batch, _Batch]:
-    """Validated batches of two equal-length lists of turns."""
-    for what, turns in (("user_turns", user_turns), ("model_turns", model_turns)):
-        if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Sequence):
-            raise ValueError(f"{what} must be a list of turns, got {type(turns).__name__}")
-    if len(user_turns) != len(model_turns):
-        raise ValueError(f"{len(user_turns)} user turns but {len(model_turns)} model turns")
-    users = _collect(user_turns, lambda i: f"user turn {i}")
-    models = _collect(model_turns, lambda i: f"model turn {i}")
-    return users, models
-
-
 def ers_turns(
     user_turns: Sequence[TurnInput],
     model_turns: Sequence[TurnInput],
@@ -480,7 +324,7 @@ def ers_table(
     ([1.0, 1.0], [False, False], 0)
     """
     _check_variant(variant)
-    users, models = _paired(user_turns, model_turns)
+    users, models = paired_turns(user_turns, model_turns)
     if not users:
         raise ValueError("no turns to score")
     return _turn_arrays(users, models, variant=variant, dtw=dtw, params=params, norm_bounds=norm_bounds)
@@ -549,8 +393,8 @@ def ers_dialogues(
 
         return name
 
-    all_users = _collect(user_inputs, name_of("user"))
-    all_models = _collect(model_inputs, name_of("model"))
+    all_users = collect_turns(user_inputs, name_of("user"))
+    all_models = collect_turns(model_inputs, name_of("model"))
     turn_scores = _turn_objects(_turn_arrays(all_users, all_models, variant=variant, dtw=dtw, params=params, norm_bounds=norm_bounds))
     # Cross-turn stability: DTW of each dimension between consecutive model turns.
     jobs_a, jobs_b, owners = [], [], []
@@ -591,86 +435,12 @@ def ers_dialogues(
     return out
 
 
-# ----------------------------------------------------------------- categorical and perceptual ERS
-
-CATEGORICAL_LABELS: tuple[str, ...] = ("neutral", "happy", "angry", "sad")
-# rows: user label, columns: model label (SPEC §7)
-CATEGORICAL_MATRIX: dict[str, dict[str, float]] = {
-    "neutral": {"neutral": 0.9, "happy": 0.6, "angry": 0.3, "sad": 0.4},
-    "happy": {"neutral": 0.5, "happy": 1.0, "angry": 0.2, "sad": 0.2},
-    "angry": {"neutral": 0.8, "happy": 0.1, "angry": 0.4, "sad": 0.5},
-    "sad": {"neutral": 0.6, "happy": 0.2, "angry": 0.4, "sad": 0.9},
-}
-
-
-def _label(value: object, what: str) -> str:
-    if not isinstance(value, str) or value.strip().lower() not in CATEGORICAL_MATRIX:
-        raise ValueError(f"{what}: unknown emotion label {value!r}; expected one of {CATEGORICAL_LABELS} (any case)")
-    return value.strip().lower()
-
-
-def categorical_ers(user_labels: Sequence[str], model_labels: Sequence[str]) -> float:
-    """Mean over turns of the SPEC §7 matrix cell (user label, model label); labels are case-insensitive.
-
-    >>> round(categorical_ers(["Sad", "angry"], ["sad", "NEUTRAL"]), 6)
-    0.85
-    """
-    if isinstance(user_labels, str) or isinstance(model_labels, str):
-        raise ValueError("categorical_ers takes lists of labels, one per turn, not a single string")
-    if len(user_labels) != len(model_labels):
-        raise ValueError(f"{len(user_labels)} user labels but {len(model_labels)} model labels")
-    if len(user_labels) == 0:
-        raise ValueError("categorical_ers needs at least one turn")
-    cells = [
-        CATEGORICAL_MATRIX[_label(u, f"user_labels[{i}]")][_label(m, f"model_labels[{i}]")]
-        for i, (u, m) in enumerate(zip(user_labels, model_labels))
-    ]
-    return float(np.mean(cells))
-
-
-PERCEPTUAL_CRITERIA: tuple[str, ...] = ("rationality", "naturalness", "relevance")
-
-
-def perceptual_ers(ratings: Sequence[Sequence[float]] | Sequence[Mapping[str, float]]) -> float:
-    """Human 1-5 ratings (rationality, naturalness, relevance) per response -> mean of (r - 1) / 4 in [0, 1].
-
-    Each item is a triple in that order or a mapping with those keys.
-
-    >>> perceptual_ers([[5, 4, 3], {"rationality": 1, "naturalness": 1, "relevance": 1}])
-    0.375
-    """
-    if isinstance(ratings, (str, bytes)) or len(ratings) == 0:
-        raise ValueError("perceptual_ers needs at least one rated response")
-    values = []
-    for i, item in enumerate(ratings):
-        if isinstance(item, Mapping):
-            missing = [c for c in PERCEPTUAL_CRITERIA if c not in item]
-            if missing:
-                raise ValueError(f"ratings[{i}] lacks {missing}")
-            triple = [item[c] for c in PERCEPTUAL_CRITERIA]
-        else:
-            triple = list(item)
-            if len(triple) != 3:
-                raise ValueError(f"ratings[{i}] = {item!r}: expected 3 ratings {PERCEPTUAL_CRITERIA}")
-        for c, r in zip(PERCEPTUAL_CRITERIA, triple):
-            if isinstance(r, bool) or not isinstance(r, numbers.Real) or not math.isfinite(r) or not 1 <= r <= 5:
-                raise ValueError(f"ratings[{i}][{c!r}] = {r!r} is not a rating in [1, 5]")
-            values.append((float(r) - 1.0) / 4.0)
-    return float(np.mean(values))
-
-
 __all__ = [
-    "CATEGORICAL_MATRIX",
-    "DIMENSIONS",
     "DialogueScores",
     "ERSParams",
     "TurnScores",
-    "as_vad",
-    "categorical_ers",
     "ers_dialogues",
     "ers_summary",
     "ers_table",
     "ers_turns",
-    "perceptual_ers",
-    "read_vad_csv",
 ]
