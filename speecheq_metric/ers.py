@@ -1,23 +1,34 @@
 """Continuous EMO-Reasoning scores (SPEC §7): ECS, EBS, ESS, ERS of a turn and CT-* of a dialogue.
 
-Inputs are per-second VAD turns (see vad.py); the categorical and perceptual
-scores are in ers_discrete.py.
+Inputs are per-second VAD turns (vad.py); the categorical and perceptual
+scores are in ers_discrete.py. Read this file against SPEC §7, top to bottom:
 
-Two variants:
-- `paper`: the formulas of the EMO-Reasoning paper. Costs are turned into
-  scores by min-max normalisation over the turns (or dialogues) scored
-  together, so a score is relative to its batch unless `norm_bounds` freezes
-  the range.
-- `reference`: the published evaluator's fixed scaling (K = 5, not clipped)
-  and weighted ERS, to compare with published numbers.
+- which dimensions the user is extreme on (`extreme_flags`);
+- the raw costs of a turn (`_turn_costs`): ECS cost DTW(V_m, V_u) + DTW(A_m, A_u),
+  EBS cost Σ over extreme E of DTW(E_u + δ_E, E_m), ESS cost the model's
+  frame-to-frame jumps above δ = 0.04;
+- costs to scores, in two variants:
+  - `paper` (`_paper_scores`): min-max normalisation of −cost over the turns (or
+    dialogues) scored together, so a score is relative to its batch unless
+    `norm_bounds` freezes the range; ERS = mean of ECS, ESS and the active EBS;
+  - `reference` (`_reference_scores`): the published evaluator's fixed scaling
+    (K = 5, not clipped) and weighted ERS, to compare with published numbers;
+- the cross-turn scores (`ers_dialogues`): CT-ECS and CT-EBS are turn means,
+  CT-ESS compares consecutive model turns, CT-ERS combines them.
 
 EBS is "inert" for a turn in which the user is not extreme on any dimension;
 an inert EBS is `None` with `ebs_active=False`, never a number, so it cannot
 be mistaken for a perfect 1.0 (the published evaluator writes 1.0 there).
+
+DTW is exact by default. `dtw="fastdtw"` reproduces the published evaluator,
+whose approximation is not symmetric, so every DTW is called with the
+published argument order: (user side, model side) for ECS and EBS, (earlier,
+later model turn) for CT-ESS. A callable backend is called the same way.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,6 +46,7 @@ from .vad import paired_turns
 
 VARIANTS: tuple[str, ...] = ("paper", "reference")
 _V, _A, _D = 0, 1, 2
+
 
 @dataclass(frozen=True)
 class ERSParams:
@@ -57,17 +69,6 @@ class ERSParams:
     def deltas(self) -> tuple[float, float, float]:
         """Target offsets δ_V, δ_A, δ_D in VAD order."""
         return (self.delta_valence, self.delta_arousal, self.delta_dominance)
-
-    def extreme_dims(self, user_means: np.ndarray) -> tuple[int, ...]:
-        """VAD indices on which the user's mean over the turn is extreme."""
-        dims = []
-        if user_means[_V] < self.valence_extreme_below:
-            dims.append(_V)
-        if user_means[_A] > self.arousal_extreme_above:
-            dims.append(_A)
-        if user_means[_D] < self.dominance_extreme_below:
-            dims.append(_D)
-        return tuple(dims)
 
 
 DEFAULT_PARAMS = ERSParams()
@@ -106,11 +107,41 @@ class DialogueScores:
         return asdict(self)
 
 
-# ----------------------------------------------------------------- DTW backends
+# ----------------------------------------------------------------- the user's state
+
+
+def extreme_flags(users: TurnBatch, params: ERSParams = DEFAULT_PARAMS) -> np.ndarray:
+    """(turns, 3) bool in VAD order: is the user's mean over the turn beyond the dimension's threshold?
+
+    SPEC §7: valence < −0.07, arousal > 0.345, dominance < 0.210. The mean is
+    compared with the threshold exactly, as real numbers, so neither the
+    summation order nor rounding can tip a mean that lies on a threshold (a
+    constant series at a threshold is never extreme) and every DTW backend
+    sees the same flags.
+    """
+    n = len(users)
+    if n == 0:
+        return np.zeros((0, 3), dtype=np.bool_)
+    limits = np.array([params.valence_extreme_below, params.arousal_extreme_above, params.dominance_extreme_below])
+    seconds = users.lengths
+    starts = users.offsets[:-1]
+    # Σ x − T·limit has the sign of (mean − limit). A float sum has the right sign
+    # unless it lies within its rounding error bound (generous here) of zero.
+    excess = np.add.reduceat(users.flat, starts, axis=1) - seconds * limits[:, None]
+    magnitude = np.add.reduceat(np.abs(users.flat), starts, axis=1) + seconds * np.abs(limits)[:, None]
+    unsure = np.abs(excess) <= 4.0 * (seconds + 2.0) * np.finfo(np.float64).eps * magnitude
+    for d, i in zip(*np.nonzero(unsure)):
+        series = users[i][d]
+        # fsum rounds the exact Σ x − T·limit once, which keeps its sign (and zero)
+        excess[d, i] = math.fsum(np.concatenate([series, np.full(series.size, -limits[d])]))
+    return np.stack([excess[_V] < 0.0, excess[_A] > 0.0, excess[_D] < 0.0], axis=1)
+
+
+# ----------------------------------------------------------------- raw costs of a turn
 
 
 def _distances(jobs_a: list[np.ndarray], jobs_b: list[np.ndarray], dtw: str | Callable) -> np.ndarray:
-    """DTW of every job pair with the chosen backend."""
+    """DTW(jobs_a[p], jobs_b[p]) for every p with the chosen backend, arguments in that order."""
     if dtw == "exact":
         return dtw_many_checked(jobs_a, jobs_b)
     if dtw == "fastdtw":
@@ -120,12 +151,83 @@ def _distances(jobs_a: list[np.ndarray], jobs_b: list[np.ndarray], dtw: str | Ca
     raise ValueError(f"dtw must be 'exact', 'fastdtw' or a callable, got {dtw!r}")
 
 
-def _check_variant(variant: str) -> None:
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+def _turn_costs(users: TurnBatch, models: TurnBatch, params: ERSParams, dtw: str | Callable) -> dict[str, np.ndarray]:
+    """Raw per-turn costs and the extreme flags; the exact backend runs in one compiled call, others pair by pair.
+
+    dtw_v, dtw_a: DTW of valence and arousal between user and model (ECS cost);
+    ebs_dtw: Σ over extreme E of DTW(E_u + δ_E, E_m); jump_sum, jump_n: sum and
+    count of the model's frame-to-frame changes above the jump threshold (V, A, D pooled).
+    """
+    n = len(users)
+    deltas = np.array(params.deltas)
+    out = {
+        "dtw_v": np.empty(n),
+        "dtw_a": np.empty(n),
+        "ebs_dtw": np.empty(n),
+        "extreme": extreme_flags(users, params),
+        "jump_sum": np.empty(n),
+        "jump_n": np.empty(n, dtype=np.int64),
+    }
+    if dtw == "exact":  # exact DTW is symmetric: the kernel's argument order does not matter
+        turn_costs_kernel(users.flat, users.offsets, models.flat, models.offsets, out["extreme"], deltas, float(params.jump_threshold),
+                          out["dtw_v"], out["dtw_a"], out["ebs_dtw"], out["jump_sum"], out["jump_n"])
+        return out
+    # Other backends: the same quantities, DTW pair by pair, (user side, model side) as published.
+    jobs_a: list[np.ndarray] = []
+    jobs_b: list[np.ndarray] = []
+    for i in range(n):
+        u, m = users[i], models[i]
+        jobs_a += [u[_V], u[_A]]
+        jobs_b += [m[_V], m[_A]]
+        for d in np.flatnonzero(out["extreme"][i]):
+            jobs_a.append(u[d] + deltas[d])
+            jobs_b.append(m[d])
+        steps = np.abs(np.diff(m, axis=1)).ravel()
+        steps = steps[steps > params.jump_threshold]
+        out["jump_sum"][i] = float(steps.sum())
+        out["jump_n"][i] = steps.size
+    dist = _distances(jobs_a, jobs_b, dtw)
+    pos = 0
+    for i in range(n):
+        out["dtw_v"][i], out["dtw_a"][i] = dist[pos], dist[pos + 1]
+        k = int(out["extreme"][i].sum())
+        out["ebs_dtw"][i] = float(dist[pos + 2 : pos + 2 + k].sum())
+        pos += 2 + k
+    return out
 
 
-# ----------------------------------------------------------------- normalisation (paper)
+# ----------------------------------------------------------------- costs to scores
+
+
+def _reference_scores(c: dict[str, np.ndarray], len_u: np.ndarray, len_m: np.ndarray, active: np.ndarray, params: ERSParams) -> tuple:
+    """ECS, EBS (read where active), ESS, ERS with the published evaluator's fixed scaling K (not clipped)."""
+    n = len(len_u)
+    K = params.scale
+    n_extreme = c["extreme"].sum(axis=1)
+    # ECS = 1 − K·(DTW_V + DTW_A) / (4·L), L = max(len user, len model)
+    ecs = 1.0 - K * (c["dtw_v"] + c["dtw_a"]) / (4.0 * np.maximum(len_u, len_m))
+    # EBS = 1 − (K / n_extreme)·Σ_extreme DTW / L_user
+    ebs = np.zeros(n)
+    ebs[active] = 1.0 - K * c["ebs_dtw"][active] / (n_extreme[active] * len_u[active])
+    # ESS = 1 − K·mean of the jumps above the threshold (1.0 when there is none or T < 2)
+    mean_jump = np.divide(c["jump_sum"], c["jump_n"], out=np.zeros(n), where=c["jump_n"] > 0)
+    ess = 1.0 - K * mean_jump
+    # ERS = 0.4·ECS + 0.4·EBS + 0.2·ESS when EBS is active, else 0.7·ECS + 0.3·ESS
+    w_ecs, w_ebs, w_ess = params.ers_weights
+    i_ecs, i_ess = params.ers_weights_inert
+    ers = np.where(active, w_ecs * ecs + w_ebs * ebs + w_ess * ess, i_ecs * ecs + i_ess * ess)
+    return ecs, ebs, ess, ers
+
+
+def _paper_scores(c: dict[str, np.ndarray], active: np.ndarray, norm_bounds: Mapping[str, tuple[float, float]] | None) -> tuple:
+    """ECS, EBS (read where active), ESS, ERS of the paper: norm(−cost) over the batch, ERS the mean of the parts."""
+    bounds = norm_bounds or {}
+    ecs = _minmax_scores(c["dtw_v"] + c["dtw_a"], bounds.get("ecs"), "ECS")
+    ess = _minmax_scores(c["jump_sum"], bounds.get("ess"), "ESS")
+    ebs = np.zeros(len(ecs))
+    ebs[active] = _minmax_scores(c["ebs_dtw"][active], bounds.get("ebs"), "EBS")  # over active turns only
+    ers = np.where(active, (ecs + ebs + ess) / 3.0, (ecs + ess) / 2.0)
+    return ecs, ebs, ess, ers
 
 
 def _minmax_scores(costs: np.ndarray, bounds: tuple[float, float] | None, what: str) -> np.ndarray:
@@ -149,55 +251,15 @@ def _minmax_scores(costs: np.ndarray, bounds: tuple[float, float] | None, what: 
         warnings.warn(
             f"paper {what}: all {costs.size} costs are equal ({lo}), min-max normalisation has no range; scores set to 1.0",
             UserWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
         return np.ones_like(costs)
     return (hi - costs) / (hi - lo)
 
 
-# ----------------------------------------------------------------- turn-level scores
-
-
-def _turn_costs(users: TurnBatch, models: TurnBatch, params: ERSParams, dtw: str | Callable) -> dict[str, np.ndarray]:
-    """Raw per-turn costs; the exact backend runs in one compiled call, others pair by pair."""
-    n = len(users)
-    limits = np.array([params.valence_extreme_below, params.arousal_extreme_above, params.dominance_extreme_below])
-    deltas = np.array(params.deltas)
-    out = {
-        "dtw_v": np.empty(n),
-        "dtw_a": np.empty(n),
-        "ebs_dtw": np.empty(n),
-        "extreme": np.zeros((n, 3), dtype=np.bool_),
-        "jump_sum": np.empty(n),
-        "jump_n": np.empty(n, dtype=np.int64),
-    }
-    if dtw == "exact":
-        turn_costs_kernel(users.flat, users.offsets, models.flat, models.offsets, limits, deltas, float(params.jump_threshold), out["dtw_v"], out["dtw_a"], out["ebs_dtw"], out["extreme"], out["jump_sum"], out["jump_n"])
-        return out
-    # Other backends: the same quantities, DTW pair by pair.
-    jobs_a: list[np.ndarray] = []
-    jobs_b: list[np.ndarray] = []
-    for i in range(n):
-        u, m = users[i], models[i]
-        jobs_a += [m[_V], m[_A]]
-        jobs_b += [u[_V], u[_A]]
-        dims = params.extreme_dims(u.mean(axis=1))
-        out["extreme"][i, list(dims)] = True
-        for d in dims:
-            jobs_a.append(u[d] + deltas[d])
-            jobs_b.append(m[d])
-        steps = np.abs(np.diff(m, axis=1)).ravel()
-        steps = steps[steps > params.jump_threshold]
-        out["jump_sum"][i] = float(steps.sum())
-        out["jump_n"][i] = steps.size
-    dist = _distances(jobs_a, jobs_b, dtw)
-    pos = 0
-    for i in range(n):
-        out["dtw_v"][i], out["dtw_a"][i] = dist[pos], dist[pos + 1]
-        k = int(out["extreme"][i].sum())
-        out["ebs_dtw"][i] = float(dist[pos + 2 : pos + 2 + k].sum())
-        pos += 2 + k
-    return out
+def _check_variant(variant: str) -> None:
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
 
 
 def _turn_arrays(
@@ -209,31 +271,13 @@ def _turn_arrays(
     params: ERSParams,
     norm_bounds: Mapping[str, tuple[float, float]] | None,
 ) -> dict[str, np.ndarray]:
-    """Scores of aligned lists of validated (3, T) user and model turns, as arrays."""
+    """Scores of aligned batches of validated user and model turns, as arrays (the single scoring path)."""
     c = _turn_costs(users, models, params, dtw)
-    n = len(users)
-    len_u = users.lengths
-    len_m = models.lengths
-    n_extreme = c["extreme"].sum(axis=1)
-    active = n_extreme > 0
-    ecs_cost = c["dtw_v"] + c["dtw_a"]
-    ess_cost = c["jump_sum"]
-    K = params.scale
-    ebs = np.zeros(n)  # read only where active
+    active = c["extreme"].any(axis=1)
     if variant == "reference":
-        ecs = 1.0 - K * ecs_cost / (4.0 * np.maximum(len_u, len_m))
-        ebs[active] = 1.0 - K * c["ebs_dtw"][active] / (n_extreme[active] * len_u[active])
-        mean_jump = np.divide(c["jump_sum"], c["jump_n"], out=np.zeros(n), where=c["jump_n"] > 0)
-        ess = 1.0 - K * mean_jump  # 1.0 when no jump / T < 2
-        w_ecs, w_ebs, w_ess = params.ers_weights
-        i_ecs, i_ess = params.ers_weights_inert
-        ers = np.where(active, w_ecs * ecs + w_ebs * ebs + w_ess * ess, i_ecs * ecs + i_ess * ess)
+        ecs, ebs, ess, ers = _reference_scores(c, users.lengths, models.lengths, active, params)
     else:
-        bounds = norm_bounds or {}
-        ecs = _minmax_scores(ecs_cost, bounds.get("ecs"), "ECS")
-        ess = _minmax_scores(ess_cost, bounds.get("ess"), "ESS")
-        ebs[active] = _minmax_scores(c["ebs_dtw"][active], bounds.get("ebs"), "EBS")
-        ers = np.where(active, (ecs + ebs + ess) / 3.0, (ecs + ess) / 2.0)
+        ecs, ebs, ess, ers = _paper_scores(c, active, norm_bounds)
     ebs[~active] = np.nan  # under the mask only: a careless `.data.mean()` turns loud (NaN), never a fake 1.0
     return {
         "ecs": ecs,
@@ -242,14 +286,14 @@ def _turn_arrays(
         "ers": ers,
         "ebs_active": active,
         "extreme": c["extreme"],
-        "ecs_dtw": ecs_cost,
+        "ecs_dtw": c["dtw_v"] + c["dtw_a"],
         "ebs_dtw": np.ma.masked_array(c["ebs_dtw"], mask=~active),
-        "ess_jumps": ess_cost,
+        "ess_jumps": c["jump_sum"],
     }
 
 
 def _turn_objects(a: dict[str, np.ndarray]) -> list[TurnScores]:
-    """One TurnScores per turn from the arrays of `_turn_arrays` (the single scoring path)."""
+    """One TurnScores per turn from the arrays of `_turn_arrays`."""
     names = [tuple(DIMENSIONS[d] for d in range(3) if row[d]) for row in a["extreme"].tolist()]
     out = []
     for i, (on, e_ecs, e_ebs, e_ess, e_ers, ecs_c, ebs_c, ess_c) in enumerate(
@@ -278,6 +322,9 @@ def _turn_objects(a: dict[str, np.ndarray]) -> list[TurnScores]:
     return out
 
 
+# ----------------------------------------------------------------- single-turn scores
+
+
 def ers_turns(
     user_turns: Sequence[TurnInput],
     model_turns: Sequence[TurnInput],
@@ -291,7 +338,7 @@ def ers_turns(
 
     `variant="paper"` normalises over the pairs given together (see module doc);
     `dtw` is "exact" (default), "fastdtw" (approximate, as published) or a
-    callable (a, b) -> float.
+    callable (a, b) -> float, called as in the module doc.
 
     >>> user = {"valence": [0.1, 0.2, 0.2], "arousal": [0.5, 0.6, 0.6], "dominance": [0.3, 0.3, 0.3]}
     >>> model = {"valence": [0.2, 0.2], "arousal": [0.5, 0.5], "dominance": [0.3, 0.4]}
@@ -396,27 +443,7 @@ def ers_dialogues(
     all_users = collect_turns(user_inputs, name_of("user"))
     all_models = collect_turns(model_inputs, name_of("model"))
     turn_scores = _turn_objects(_turn_arrays(all_users, all_models, variant=variant, dtw=dtw, params=params, norm_bounds=norm_bounds))
-    # Cross-turn stability: DTW of each dimension between consecutive model turns.
-    jobs_a, jobs_b, owners = [], [], []
-    for k, (start, end) in enumerate(spans):
-        for t in range(start, end - 1):
-            for d in range(3):
-                jobs_a.append(all_models[t][d])
-                jobs_b.append(all_models[t + 1][d])
-                owners.append((k, max(all_models[t].shape[1], all_models[t + 1].shape[1])))
-    dist = _distances(jobs_a, jobs_b, dtw) if jobs_a else np.zeros(0)
-    ct_cost = np.zeros(len(spans))  # paper: sum over pairs and dimensions
-    ct_ref_terms: list[list[float]] = [[] for _ in spans]  # reference: per pair (V+A+D)/(6L)
-    for j in range(0, len(dist), 3):
-        k, length = owners[j]
-        triple = float(dist[j] + dist[j + 1] + dist[j + 2])
-        ct_cost[k] += triple
-        ct_ref_terms[k].append(triple / (6.0 * length))
-    K = params.scale
-    if variant == "reference":
-        ct_ess = np.array([1.0 - K * float(np.mean(t)) if t else 1.0 for t in ct_ref_terms])
-    else:
-        ct_ess = _minmax_scores(ct_cost, (norm_bounds or {}).get("ct_ess"), "CT-ESS")
+    ct_ess = _ct_ess(all_models, spans, variant=variant, dtw=dtw, params=params, norm_bounds=norm_bounds)
     out = []
     for k, (start, end) in enumerate(spans):
         turns = turn_scores[start:end]
@@ -435,6 +462,40 @@ def ers_dialogues(
     return out
 
 
+def _ct_ess(
+    models: TurnBatch,
+    spans: list[tuple[int, int]],
+    *,
+    variant: str,
+    dtw: str | Callable,
+    params: ERSParams,
+    norm_bounds: Mapping[str, tuple[float, float]] | None,
+) -> np.ndarray:
+    """CT-ESS of each dialogue (model turns spans[k]) from DTW(E_n, E_n+1) of consecutive model turns, per dimension.
+
+    paper: norm(−Σ_n Σ_E DTW(E_n, E_n+1)) over the dialogues; reference:
+    1 − K·mean over consecutive pairs of (DTW_V + DTW_A + DTW_D) / (6·L), L the longer turn.
+    """
+    jobs_a, jobs_b, owners = [], [], []
+    for k, (start, end) in enumerate(spans):
+        for t in range(start, end - 1):
+            for d in range(3):
+                jobs_a.append(models[t][d])
+                jobs_b.append(models[t + 1][d])
+                owners.append((k, max(models[t].shape[1], models[t + 1].shape[1])))
+    dist = _distances(jobs_a, jobs_b, dtw) if jobs_a else np.zeros(0)
+    ct_cost = np.zeros(len(spans))  # paper: sum over pairs and dimensions
+    ct_ref_terms: list[list[float]] = [[] for _ in spans]  # reference: per pair (V+A+D)/(6L)
+    for j in range(0, len(dist), 3):
+        k, length = owners[j]
+        triple = float(dist[j] + dist[j + 1] + dist[j + 2])
+        ct_cost[k] += triple
+        ct_ref_terms[k].append(triple / (6.0 * length))
+    if variant == "reference":
+        return np.array([1.0 - params.scale * float(np.mean(t)) if t else 1.0 for t in ct_ref_terms])
+    return _minmax_scores(ct_cost, (norm_bounds or {}).get("ct_ess"), "CT-ESS")
+
+
 __all__ = [
     "DialogueScores",
     "ERSParams",
@@ -443,4 +504,5 @@ __all__ = [
     "ers_summary",
     "ers_table",
     "ers_turns",
+    "extreme_flags",
 ]

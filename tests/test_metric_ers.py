@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from speecheq_metric import (
     CATEGORICAL_MATRIX,
@@ -17,7 +20,9 @@ from speecheq_metric import (
     dtw_python,
     ers_dialogues,
     ers_summary,
+    ers_table,
     ers_turns,
+    fastdtw_distance,
     perceptual_ers,
     read_vad_csv,
 )
@@ -178,6 +183,79 @@ def test_fastdtw_opt_in_and_callable_backend():
         ers_turns(users, models, dtw="approx")
     with pytest.raises(ValueError, match="variant must be"):
         ers_turns(users, models, variant="published")
+
+
+# The EMO-Reasoning authors' evaluator passes (user, model) to fastdtw, which is not symmetric:
+# on this pair their ECS is 0.78125; the opposite order gives 0.6875.
+ASYM_USER = vad([0.4, 0.9, 0.9, 0.0, 0.4, 0.1, 0.3, 0.3], [0.1] * 8, [0.5] * 8)
+ASYM_MODEL = vad([0.4, 0.2, 0.1, 0.8, 0.2], [0.1] * 5, [0.5] * 5)
+
+
+def test_fastdtw_takes_user_then_model_as_the_published_evaluator():
+    (s,) = ers_turns([ASYM_USER], [ASYM_MODEL], variant="reference", dtw="fastdtw")
+    # DTW_V(user, model) = 1.4 with fastdtw radius 1 (arousal and dominance cost 0); L = 8
+    # ECS = 1 - 5 * 1.4 / (4 * 8) = 0.78125
+    assert s.ecs == pytest.approx(0.78125, abs=1e-12)
+    assert s.costs["ecs_dtw"] == pytest.approx(1.4, abs=1e-12)
+    # the order matters on this pair: (model, user) would cost 2.0 and give ECS 0.6875
+    assert fastdtw_distance(ASYM_MODEL["valence"], ASYM_USER["valence"]) == pytest.approx(2.0, abs=1e-12)
+
+
+def test_custom_backends_are_called_user_side_first():
+    calls = []
+
+    def spy(a, b):
+        calls.append((len(a), len(b)))
+        return 0.0
+
+    user = vad([0.0] * 4, [0.6] * 4, [0.5] * 4)  # arousal extreme: one EBS job
+    model = vad([0.0] * 3, [0.6] * 3, [0.5] * 3)
+    ers_dialogues([([user, user], [model, vad([0.0] * 2, [0.6] * 2, [0.5] * 2)])], variant="reference", dtw=spy)
+    # per turn: V, A (user, model), then EBS arousal (shifted user, model); then CT-ESS (model n, model n+1) x 3
+    assert calls == [(4, 3), (4, 3), (4, 3), (4, 2), (4, 2), (4, 2), (3, 2), (3, 2), (3, 2)]
+
+
+@pytest.mark.parametrize("dtw", ["exact", "fastdtw"])
+@pytest.mark.parametrize(
+    ("dimension", "threshold", "seconds"),
+    [
+        # each mean rounded in floats lands on the extreme side: exact comparison needed
+        ("valence", -0.07, 16),  # in-order sum / 16: -0.07000000000000003 (numpy.mean: -0.07)
+        ("valence", -0.07, 473),  # math.fsum / 473: -0.07000000000000002
+        ("arousal", 0.345, 7),  # in-order sum and math.fsum / 7: 0.34500000000000003
+        ("dominance", 0.21, 77),  # math.fsum / 77: 0.20999999999999996
+    ],
+)
+def test_a_constant_user_turn_at_a_threshold_is_never_extreme(dtw, dimension, threshold, seconds):
+    user = vad([0.0] * seconds, [0.1] * seconds, [0.5] * seconds)
+    user[dimension] = [threshold] * seconds
+    (s,) = ers_turns([user], [user], variant="reference", dtw=dtw)
+    assert s.extreme_dims == () and not s.ebs_active
+    # one step past the threshold on the extreme side is extreme, in both modes
+    past = np.nextafter(threshold, 1.0 if dimension == "arousal" else -1.0)
+    user[dimension] = [past] * seconds
+    (s,) = ers_turns([user], [user], variant="reference", dtw=dtw)
+    assert s.extreme_dims == (dimension,)
+
+
+THRESHOLD_NEIGHBOURS = st.sampled_from([-0.07, 0.345, 0.21]).flatmap(
+    lambda c: st.floats(c - 1e-12, c + 1e-12) | st.just(c) | st.just(float(np.nextafter(c, 1.0))) | st.just(float(np.nextafter(c, -1.0)))
+)
+
+
+@given(st.lists(st.tuples(THRESHOLD_NEIGHBOURS, THRESHOLD_NEIGHBOURS, THRESHOLD_NEIGHBOURS), min_size=1, max_size=40))
+def test_extreme_is_decided_on_the_exact_mean_in_every_mode(frames):
+    """Property: the flags equal the comparison of the exact (rational) mean with each threshold, exact DTW or not."""
+    v, a, d = (list(col) for col in zip(*frames))
+    turn = vad(v, a, d)
+    expected = (
+        Fraction(sum(Fraction(x) for x in v), len(v)) < Fraction(-0.07),
+        Fraction(sum(Fraction(x) for x in a), len(a)) > Fraction(0.345),
+        Fraction(sum(Fraction(x) for x in d), len(d)) < Fraction(0.21),
+    )
+    for dtw in ("exact", dtw_python):
+        flags = ers_table([turn], [turn], variant="reference", dtw=dtw)["extreme"][0]
+        assert tuple(flags.tolist()) == expected
 
 
 def test_hyper_parameters_are_arguments():
