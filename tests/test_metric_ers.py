@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,11 @@ from speecheq_metric import (
     perceptual_ers,
     read_vad_csv,
 )
+from conftest import PROJECT_ROOT
+from speecheq_metric.ers_discrete import CATEGORICAL_LABELS
+
+SPEC_PATH = PROJECT_ROOT.parent / "shared" / "docs" / "SPEC.md"
+METRIC_CARD = PROJECT_ROOT / "speecheq_metric" / "README.md"
 
 
 def vad(v, a, d) -> dict:
@@ -372,5 +378,26 @@ def test_perceptual_ers():
             perceptual_ers(bad)
 
 
-def test_all_label_pairs_are_covered():
-    assert set(itertools.product(COLUMNS, COLUMNS)) == {(u, m) for u, m, _ in CELLS}
+def _markdown_matrix(path: Path, header: str) -> dict[str, dict[str, float]]:
+    """The 4 x 4 table whose header row starts with `header`, as {row label: {column label: value}}."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    columns = [c.strip() for c in lines[start].strip("|").split("|")][1:]
+    table = {}
+    for line in lines[start + 2 : start + 6]:
+        row, *values = (c.strip() for c in line.strip("|").split("|"))
+        table[row] = dict(zip(columns, map(float, values)))
+    return table
+
+
+@pytest.mark.parametrize(
+    ("document", "header"),
+    [(SPEC_PATH, "| user \\ model |"), (METRIC_CARD, "| user \\ reply |")],
+    ids=["SPEC §7", "metric card"],
+)
+def test_categorical_matrix_is_the_documented_table(document, header):
+    """The code's matrix has exactly the labels and cells of the table in SPEC §7 and in the metric card."""
+    documented = _markdown_matrix(document, header)
+    assert documented == CATEGORICAL_MATRIX
+    assert tuple(documented) == CATEGORICAL_LABELS and all(tuple(row) == CATEGORICAL_LABELS for row in documented.values())
+    assert set(itertools.product(CATEGORICAL_LABELS, CATEGORICAL_LABELS)) == {(u, m) for u, m, _ in CELLS}
