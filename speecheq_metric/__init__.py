@@ -1,9 +1,11 @@
 """SpeechEQ metric: forced-choice accuracies, SEQ and EMO-Reasoning scores (SPEC §6-7).
 
-The formulas live in small numpy modules (accuracy, seq, dtw, ers); the
-`evaluate` wrapper is `speecheq_metric/speecheq_metric.py`. Load it with
-`evaluate.load("speecheq_metric")` from a checkout root, or from anywhere with
-`evaluate.load(speecheq_metric.MODULE_PATH)`.
+The core is small numpy modules (accuracy, seq, dtw, vad for the ERS inputs,
+ers, ers_discrete; the numba kernels in kernels); the `evaluate` wrapper is
+`speecheq_metric/speecheq_metric.py`. Load it with
+`evaluate.load("speecheq_metric")` from a checkout root, with
+`evaluate.load(speecheq_metric.MODULE_PATH)` from anywhere once installed, or
+with `evaluate.load("SpeechEQ/speecheq")` from the Hub once the Space is published.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `speecheq` evaluate module: a thin evaluate.Metric over the numpy core in this folder.
+"""The SpeechEQ evaluate module (speecheq.py in the Hub Space): a thin evaluate.Metric over the numpy core in this folder.
 
 evaluate copies this file and the sibling files it imports (one level only)
 into its modules cache, so every core file is imported here directly, one

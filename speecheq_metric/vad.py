@@ -3,8 +3,9 @@
 A turn is a per-second valence/arousal/dominance (VAD) trajectory, given by
 column NAME (a mapping, a pandas DataFrame or a CSV file with columns
 `valence, arousal, dominance`), never by position: emotion models disagree on
-the order of their outputs (SPEC §7). Every problem is a ValueError that names
-the turn (or file and line), the dimension and the second.
+the order of their outputs (SPEC §7). Every problem is a ValueError naming the
+turn (or file) and what is wrong: the column, and the line or second where
+there is one.
 """
 
 from __future__ import annotations
