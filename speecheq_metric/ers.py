@@ -504,5 +504,4 @@ __all__ = [
     "ers_summary",
     "ers_table",
     "ers_turns",
-    "extreme_flags",
 ]
