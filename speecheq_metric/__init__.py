@@ -1,9 +1,11 @@
 """SpeechEQ metric: forced-choice accuracies, SEQ and EMO-Reasoning scores (SPEC §6-7).
 
-The formulas live in small numpy modules (accuracy, seq, dtw, ers); the
-`evaluate` wrapper is `speecheq_metric/speecheq_metric.py`. Load it with
-`evaluate.load("speecheq_metric")` from a checkout root, or from anywhere with
-`evaluate.load(speecheq_metric.MODULE_PATH)`.
+The core is small numpy modules (accuracy, seq, dtw, vad for the ERS inputs,
+ers, ers_discrete; the numba kernels in kernels); the `evaluate` wrapper is
+`speecheq_metric/speecheq_metric.py`. Load it with
+`evaluate.load("speecheq_metric")` from a checkout root, with
+`evaluate.load(speecheq_metric.MODULE_PATH)` from anywhere once installed, or
+with `evaluate.load("SpeechEQ/speecheq")` from the Hub once the Space is published.
 """
 
 from __future__ import annotations
@@ -17,18 +19,16 @@ from .dtw import dtw_distance
 from .dtw import dtw_many
 from .dtw import dtw_python
 from .dtw import fastdtw_distance
-from .ers import CATEGORICAL_MATRIX
 from .ers import DialogueScores
 from .ers import ERSParams
 from .ers import TurnScores
-from .ers import as_vad
-from .ers import categorical_ers
 from .ers import ers_dialogues
 from .ers import ers_summary
 from .ers import ers_table
 from .ers import ers_turns
-from .ers import perceptual_ers
-from .ers import read_vad_csv
+from .ers_discrete import CATEGORICAL_MATRIX
+from .ers_discrete import categorical_ers
+from .ers_discrete import perceptual_ers
 from .seq import ReferenceCohort
 from .seq import freeze_cohort
 from .seq import rank_agreement
@@ -38,6 +38,8 @@ from .seq import seq_scores
 from .seq import spearman_rho
 from .taxonomy import COMPOSITE_SUBSCALES
 from .taxonomy import SUBSCALE_TO_COMPOSITE
+from .vad import as_vad
+from .vad import read_vad_csv
 
 # The folder holding speecheq_metric.py: pass it to evaluate.load from an installed package.
 MODULE_PATH: str = str(Path(__file__).resolve().parent)

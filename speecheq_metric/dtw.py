@@ -45,7 +45,7 @@ def dtw_python(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def as_trajectory(x: Sequence[float] | np.ndarray, *, name: str = "series") -> np.ndarray:
-    """A contiguous 1-D float64 array with at least one finite frame; ValueError naming `name` otherwise."""
+    """A contiguous 1-D float64 array of at least one frame, all finite; ValueError naming `name` otherwise."""
     arr = np.ascontiguousarray(x, dtype=np.float64)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")

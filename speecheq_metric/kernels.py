@@ -127,10 +127,10 @@ def dtw_many_kernel(flat_a: np.ndarray, off_a: np.ndarray, flat_b: np.ndarray, o
 
 
 @jit
-def turn_costs_kernel(U, off_u, M, off_m, limits, deltas, jump, out_dtw_v, out_dtw_a, out_ebs, out_extreme, out_jump_sum, out_jump_n):
-    """Raw costs of every turn (numba-compiled): DTW_V, DTW_A, Σ EBS DTW, extreme flags, model jumps.
+def turn_costs_kernel(U, off_u, M, off_m, extreme, deltas, jump, out_dtw_v, out_dtw_a, out_ebs, out_jump_sum, out_jump_n):
+    """Raw costs of every turn (numba-compiled): DTW_V, DTW_A, Σ EBS DTW over the extreme dimensions, model jumps.
 
-    limits = (valence below, arousal above, dominance below); deltas = (δ_V, δ_A, δ_D).
+    extreme: (turns, 3) bool, VAD order (decided by the caller); deltas = (δ_V, δ_A, δ_D).
     """
     longest = 1
     for i in range(off_m.shape[0] - 1):
@@ -147,17 +147,11 @@ def turn_costs_kernel(U, off_u, M, off_m, limits, deltas, jump, out_dtw_v, out_d
     for i in range(off_u.shape[0] - 1):
         u0, u1, m0, m1 = off_u[i], off_u[i + 1], off_m[i], off_m[i + 1]
         nu = u1 - u0
-        # DTW(E_m, E_u) as written in the paper; V and A have equal shapes, so together
+        # DTW(E_m, E_u) as written in the paper (exact DTW is symmetric); V and A have equal shapes, so together
         out_dtw_v[i], out_dtw_a[i] = dtw2_kernel(M[0, m0:m1], U[0, u0:u1], M[1, m0:m1], U[1, u0:u1], row, row2)
         n_ext = 0
         for d in range(3):
-            mean = 0.0
-            for t in range(u0, u1):
-                mean += U[d, t]
-            mean /= nu
-            extreme = mean < limits[d] if d != 1 else mean > limits[d]
-            out_extreme[i, d] = extreme
-            if extreme:
+            if extreme[i, d]:
                 # target: the user's level shifted by δ_E; DTW(E_u + δ_E, E_m)
                 for t in range(nu):
                     shifted[d, t] = U[d, u0 + t] + deltas[d]

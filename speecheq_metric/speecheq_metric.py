@@ -1,4 +1,4 @@
-"""The `speecheq` evaluate module: a thin evaluate.Metric over the numpy core in this folder.
+"""The SpeechEQ evaluate module (speecheq.py in the Hub Space): a thin evaluate.Metric over the numpy core in this folder.
 
 evaluate copies this file and the sibling files it imports (one level only)
 into its modules cache, so every core file is imported here directly, one
@@ -13,12 +13,14 @@ import evaluate
 from .accuracy import forced_choice_metrics
 from .accuracy import score_choices
 from .dtw import dtw_distance
-from .ers import categorical_ers
+from .ers import ers_turns
+from .ers_discrete import categorical_ers
 from .kernels import BACKEND
 from .seq import seq_scores
 from .taxonomy import SUBSCALE_SLUGS
+from .vad import as_vad
 
-_CORE = (dtw_distance, seq_scores, BACKEND, SUBSCALE_SLUGS)  # imported so evaluate copies every core file (one level only)
+_CORE = (dtw_distance, ers_turns, seq_scores, BACKEND, SUBSCALE_SLUGS, as_vad)  # imported so evaluate copies every core file (one level only)
 
 _CITATION = """\
 @misc{speecheq,

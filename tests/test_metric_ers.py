@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from speecheq_metric import (
     CATEGORICAL_MATRIX,
@@ -17,10 +21,17 @@ from speecheq_metric import (
     dtw_python,
     ers_dialogues,
     ers_summary,
+    ers_table,
     ers_turns,
+    fastdtw_distance,
     perceptual_ers,
     read_vad_csv,
 )
+from conftest import PROJECT_ROOT
+from speecheq_metric.ers_discrete import CATEGORICAL_LABELS
+
+SPEC_PATH = PROJECT_ROOT.parent / "shared" / "docs" / "SPEC.md"
+METRIC_CARD = PROJECT_ROOT / "speecheq_metric" / "README.md"
 
 
 def vad(v, a, d) -> dict:
@@ -180,6 +191,79 @@ def test_fastdtw_opt_in_and_callable_backend():
         ers_turns(users, models, variant="published")
 
 
+# The EMO-Reasoning authors' evaluator passes (user, model) to fastdtw, which is not symmetric:
+# on this pair their ECS is 0.78125; the opposite order gives 0.6875.
+ASYM_USER = vad([0.4, 0.9, 0.9, 0.0, 0.4, 0.1, 0.3, 0.3], [0.1] * 8, [0.5] * 8)
+ASYM_MODEL = vad([0.4, 0.2, 0.1, 0.8, 0.2], [0.1] * 5, [0.5] * 5)
+
+
+def test_fastdtw_takes_user_then_model_as_the_published_evaluator():
+    (s,) = ers_turns([ASYM_USER], [ASYM_MODEL], variant="reference", dtw="fastdtw")
+    # DTW_V(user, model) = 1.4 with fastdtw radius 1 (arousal and dominance cost 0); L = 8
+    # ECS = 1 - 5 * 1.4 / (4 * 8) = 0.78125
+    assert s.ecs == pytest.approx(0.78125, abs=1e-12)
+    assert s.costs["ecs_dtw"] == pytest.approx(1.4, abs=1e-12)
+    # the order matters on this pair: (model, user) would cost 2.0 and give ECS 0.6875
+    assert fastdtw_distance(ASYM_MODEL["valence"], ASYM_USER["valence"]) == pytest.approx(2.0, abs=1e-12)
+
+
+def test_custom_backends_are_called_user_side_first():
+    calls = []
+
+    def spy(a, b):
+        calls.append((len(a), len(b)))
+        return 0.0
+
+    user = vad([0.0] * 4, [0.6] * 4, [0.5] * 4)  # arousal extreme: one EBS job
+    model = vad([0.0] * 3, [0.6] * 3, [0.5] * 3)
+    ers_dialogues([([user, user], [model, vad([0.0] * 2, [0.6] * 2, [0.5] * 2)])], variant="reference", dtw=spy)
+    # per turn: V, A (user, model), then EBS arousal (shifted user, model); then CT-ESS (model n, model n+1) x 3
+    assert calls == [(4, 3), (4, 3), (4, 3), (4, 2), (4, 2), (4, 2), (3, 2), (3, 2), (3, 2)]
+
+
+@pytest.mark.parametrize("dtw", ["exact", "fastdtw"])
+@pytest.mark.parametrize(
+    ("dimension", "threshold", "seconds"),
+    [
+        # each mean rounded in floats lands on the extreme side: exact comparison needed
+        ("valence", -0.07, 16),  # in-order sum / 16: -0.07000000000000003 (numpy.mean: -0.07)
+        ("valence", -0.07, 473),  # math.fsum / 473: -0.07000000000000002
+        ("arousal", 0.345, 7),  # in-order sum and math.fsum / 7: 0.34500000000000003
+        ("dominance", 0.21, 77),  # math.fsum / 77: 0.20999999999999996
+    ],
+)
+def test_a_constant_user_turn_at_a_threshold_is_never_extreme(dtw, dimension, threshold, seconds):
+    user = vad([0.0] * seconds, [0.1] * seconds, [0.5] * seconds)
+    user[dimension] = [threshold] * seconds
+    (s,) = ers_turns([user], [user], variant="reference", dtw=dtw)
+    assert s.extreme_dims == () and not s.ebs_active
+    # one step past the threshold on the extreme side is extreme, in both modes
+    past = np.nextafter(threshold, 1.0 if dimension == "arousal" else -1.0)
+    user[dimension] = [past] * seconds
+    (s,) = ers_turns([user], [user], variant="reference", dtw=dtw)
+    assert s.extreme_dims == (dimension,)
+
+
+THRESHOLD_NEIGHBOURS = st.sampled_from([-0.07, 0.345, 0.21]).flatmap(
+    lambda c: st.floats(c - 1e-12, c + 1e-12) | st.just(c) | st.just(float(np.nextafter(c, 1.0))) | st.just(float(np.nextafter(c, -1.0)))
+)
+
+
+@given(st.lists(st.tuples(THRESHOLD_NEIGHBOURS, THRESHOLD_NEIGHBOURS, THRESHOLD_NEIGHBOURS), min_size=1, max_size=40))
+def test_extreme_is_decided_on_the_exact_mean_in_every_mode(frames):
+    """Property: the flags equal the comparison of the exact (rational) mean with each threshold, exact DTW or not."""
+    v, a, d = (list(col) for col in zip(*frames))
+    turn = vad(v, a, d)
+    expected = (
+        Fraction(sum(Fraction(x) for x in v), len(v)) < Fraction(-0.07),
+        Fraction(sum(Fraction(x) for x in a), len(a)) > Fraction(0.345),
+        Fraction(sum(Fraction(x) for x in d), len(d)) < Fraction(0.21),
+    )
+    for dtw in ("exact", dtw_python):
+        flags = ers_table([turn], [turn], variant="reference", dtw=dtw)["extreme"][0]
+        assert tuple(flags.tolist()) == expected
+
+
 def test_hyper_parameters_are_arguments():
     params = ERSParams(arousal_extreme_above=0.6, scale=10.0)
     (s,) = ers_turns([USER_1], [MODEL_1], variant="reference", params=params)
@@ -294,5 +378,26 @@ def test_perceptual_ers():
             perceptual_ers(bad)
 
 
-def test_all_label_pairs_are_covered():
-    assert set(itertools.product(COLUMNS, COLUMNS)) == {(u, m) for u, m, _ in CELLS}
+def _markdown_matrix(path: Path, header: str) -> dict[str, dict[str, float]]:
+    """The 4 x 4 table whose header row starts with `header`, as {row label: {column label: value}}."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    columns = [c.strip() for c in lines[start].strip("|").split("|")][1:]
+    table = {}
+    for line in lines[start + 2 : start + 6]:
+        row, *values = (c.strip() for c in line.strip("|").split("|"))
+        table[row] = dict(zip(columns, map(float, values)))
+    return table
+
+
+@pytest.mark.parametrize(
+    ("document", "header"),
+    [(SPEC_PATH, "| user \\ model |"), (METRIC_CARD, "| user \\ reply |")],
+    ids=["SPEC §7", "metric card"],
+)
+def test_categorical_matrix_is_the_documented_table(document, header):
+    """The code's matrix has exactly the labels and cells of the table in SPEC §7 and in the metric card."""
+    documented = _markdown_matrix(document, header)
+    assert documented == CATEGORICAL_MATRIX
+    assert tuple(documented) == CATEGORICAL_LABELS and all(tuple(row) == CATEGORICAL_LABELS for row in documented.values())
+    assert set(itertools.product(CATEGORICAL_LABELS, CATEGORICAL_LABELS)) == {(u, m) for u, m, _ in CELLS}

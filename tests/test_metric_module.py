@@ -16,7 +16,7 @@ import pytest
 
 import speecheq_metric
 from speecheq_dataset import taxonomy as dataset_taxonomy
-from speecheq_metric import accuracy, dtw, ers, seq
+from speecheq_metric import accuracy, dtw, ers, ers_discrete, seq, vad
 from speecheq_metric import taxonomy as metric_taxonomy
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -57,11 +57,11 @@ def test_metric_files_import_nothing_of_ours_and_one_module_per_line(path):
 def test_evaluate_script_imports_every_core_file_directly():
     """evaluate copies only the files the script itself imports (one level), so all must be named there."""
     script_imports = {m for level, m in _imports(METRIC_DIR / "speecheq_metric.py") if level == 1}
-    core = {p.stem for p in METRIC_DIR.glob("*.py")} - {"__init__", "speecheq_metric"}
+    core = {p.stem for p in METRIC_DIR.glob("*.py")} - {"__init__", "speecheq_metric", "app"}
     assert core <= script_imports
 
 
-@pytest.mark.parametrize("module", [accuracy, seq, dtw, ers, metric_taxonomy], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [accuracy, seq, dtw, ers, ers_discrete, vad, metric_taxonomy], ids=lambda m: m.__name__)
 def test_core_doctests(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
@@ -85,7 +85,8 @@ def test_load_from_checkout_uses_the_copied_stand_alone_module(loaded):
     module_name = type(loaded).__module__
     assert module_name.startswith("evaluate_modules.metrics.speecheq_metric.")
     copied = Path(sys.modules[module_name].__file__).parent
-    assert sorted(p.name for p in copied.glob("*.py")) == sorted(["__init__.py", *(p.name for p in METRIC_DIR.glob("*.py") if p.name != "__init__.py")])
+    core = [p.name for p in METRIC_DIR.glob("*.py") if p.name not in ("__init__.py", "app.py")]  # app.py is the Space's, not evaluate's
+    assert sorted(p.name for p in copied.glob("*.py")) == sorted(["__init__.py", *core])
 
 
 def _run_examples(text: str, globs: dict, name: str) -> doctest.TestResults:
@@ -198,13 +199,13 @@ def test_space_dry_run(tmp_path, capsys):
     plan = json.loads(capsys.readouterr().out)
     assert plan["repo_id"] == "someone/speecheq" and plan["dry_run"] is True
     names = {p.name for p in out_dir.iterdir()}
-    assert names == {"speecheq.py", "accuracy.py", "seq.py", "dtw.py", "ers.py", "kernels.py", "taxonomy.py", "README.md", "app.py", "requirements.txt"}
+    assert names == {"speecheq.py", "accuracy.py", "seq.py", "dtw.py", "ers.py", "ers_discrete.py", "vad.py", "kernels.py", "taxonomy.py", "README.md", "app.py", "requirements.txt"}
     assert set(plan["files"]) == names
     card = (out_dir / "README.md").read_text(encoding="utf-8")
     header = card.split("---")[1]
     assert "sdk: gradio" in header and "app_file: app.py" in header and "- evaluate" in header
-    assert 'with_name("speecheq.py")' in (out_dir / "app.py").read_text(encoding="utf-8")
-    assert "evaluate==0.4.6" in (out_dir / "requirements.txt").read_text(encoding="utf-8")
+    for name in ("README.md", "app.py", "requirements.txt"):  # the files checked in beside the module, as they are
+        assert (out_dir / name).read_bytes() == (METRIC_DIR / name).read_bytes()
     # a second publish into the same (now full) folder is refused without --overwrite, as are bad repo ids
     with pytest.raises(SystemExit):
         metric_space.main(["publish", str(out_dir), "--repo-id", "someone/speecheq", "--dry-run"])
@@ -224,4 +225,120 @@ def test_cli_front_door_dispatches_metric(tmp_path):
     from speecheq_cli.main import main
 
     assert main(["metric", "publish", str(tmp_path / "s"), "--dry-run"]) == 0
-    assert (tmp_path / "s" / "speecheq_metric.py").is_file()
+    assert (tmp_path / "s" / "speecheq.py").is_file()  # the default repo id SpeechEQ/speecheq
+
+
+def _setup_cfg_pins() -> dict[str, str]:
+    """{package: version} of every `name==version` in setup.cfg's install_requires and `metric` extra."""
+    import configparser
+
+    cfg = configparser.ConfigParser()
+    cfg.read(PROJECT_ROOT / "setup.cfg", encoding="utf-8")
+    lines = cfg["options"]["install_requires"].splitlines() + cfg["options.extras_require"]["metric"].splitlines()
+    return dict(line.strip().split("==") for line in lines if "==" in line)
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """Top-level packages imported when the file is imported (not inside functions, which import lazily)."""
+    found, todo = set(), list(ast.parse(path.read_text(encoding="utf-8")).body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, (ast.Try, ast.If)):
+            todo += [*node.body, *node.orelse, *getattr(node, "handlers", []), *getattr(node, "finalbody", [])]
+        elif isinstance(node, ast.ExceptHandler):
+            todo += node.body
+    return found
+
+
+def test_space_requirements_are_pinned_as_in_setup_cfg():
+    """requirements.txt: every line pinned exactly as setup.cfg pins it, and every package the Space imports listed."""
+    pins = _setup_cfg_pins()
+    lines = [line.strip() for line in (METRIC_DIR / "requirements.txt").read_text(encoding="utf-8").splitlines() if line.strip()]
+    listed = {}
+    for line in lines:
+        name, _, version = line.partition("==")
+        assert version, f"requirements.txt: {line!r} is not pinned"
+        assert pins.get(name) == version, f"requirements.txt pins {line!r}, setup.cfg pins {name}=={pins.get(name)}"
+        listed[name] = version
+    third_party = set()
+    for path in METRIC_DIR.glob("*.py"):
+        third_party |= {m for m in _module_level_imports(path) if m not in sys.stdlib_module_names and m != "__future__"}
+    assert third_party == {"datasets", "evaluate", "numba", "numpy"}  # gradio comes with the Space's SDK
+    assert third_party <= set(listed)
+
+
+def _run_app(folder: Path, monkeypatch) -> object:
+    """Run a Space's app.py as the Space does, with the gradio launch replaced by a recorder; returns the module it launched."""
+    import runpy
+
+    import evaluate.utils
+
+    launched = []
+    monkeypatch.setattr(evaluate.utils, "launch_gradio_widget", launched.append)
+    runpy.run_path(str(folder / "app.py"), run_name="__main__")
+    assert len(launched) == 1
+    return launched[0]
+
+
+def test_published_space_loads_by_folder_name_like_the_hub(tmp_path, monkeypatch, capsys):
+    """The default repo SpeechEQ/speecheq gives speecheq.py, so evaluate.load(<folder named speecheq>) finds it."""
+    import evaluate
+
+    from builders import metric_space
+
+    monkeypatch.chdir(tmp_path)  # nothing named speecheq_metric in the working directory
+    space = tmp_path / "speecheq"
+    assert metric_space.main(["publish", str(space), "--dry-run"]) == 0
+    assert json.loads(capsys.readouterr().out)["repo_id"] == "SpeechEQ/speecheq"
+    metric = evaluate.load(str(space))
+    assert type(metric).__module__.startswith("evaluate_modules.metrics.speecheq.")
+    out = metric.compute(predictions=[[1, 2], [2, 1]], references=[[1, 2], [1, 1]], n_bootstrap=0)
+    assert (out["acc_traj"], out["acc_turn6"]) == (0.5, 1.0)
+    assert evaluate.load(str(space), "categorical_ers").compute(predictions=["happy"], references=["happy"]) == {"categorical_ers": 1.0}
+    # the Space's app.py finds speecheq.py there, and speecheq_metric.py in the checkout
+    assert type(_run_app(space, monkeypatch)).__module__.startswith("evaluate_modules.metrics.speecheq.")
+    assert type(_run_app(METRIC_DIR, monkeypatch)).__module__.startswith("evaluate_modules.metrics.speecheq_metric.")
+
+
+def test_publish_needs_a_token_up_front(tmp_path):
+    """Without a token a real publish is one line and exit 2, before anything is written or loaded."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH")}
+    env["HF_HOME"] = str(tmp_path / "empty_hf_home")  # no stored login either
+    out_dir = tmp_path / "space"
+    proc = subprocess.run([sys.executable, "-m", "speecheq_cli.main", "metric", "publish", str(out_dir)],
+                          cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "speecheq metric publish: error: no Hugging Face token: set HF_TOKEN or run `hf auth login` to publish (or pass --dry-run)"
+    ]
+    assert not out_dir.exists()
+
+
+def test_publish_uploads_the_checked_folder_with_the_token(tmp_path, monkeypatch, capsys):
+    import huggingface_hub
+
+    from builders import metric_space
+
+    calls = []
+
+    class FakeApi:
+        def __init__(self, token=None):
+            calls.append(("token", token))
+
+        def create_repo(self, repo_id, **kwargs):
+            calls.append(("create", repo_id, kwargs["repo_type"], kwargs["space_sdk"]))
+
+        def upload_folder(self, *, folder_path, repo_id, repo_type, **kwargs):
+            calls.append(("upload", sorted(p.name for p in Path(folder_path).iterdir()), repo_id, repo_type))
+            return type("Info", (), {"commit_url": "https://huggingface.co/spaces/SpeechEQ/speecheq/commit/1"})()
+
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_not_a_real_token")
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    assert metric_space.main(["publish", str(tmp_path / "space")]) == 0
+    assert calls[:2] == [("token", "hf_not_a_real_token"), ("create", "SpeechEQ/speecheq", "space", "gradio")]
+    assert calls[2][0] == "upload" and "speecheq.py" in calls[2][1] and calls[2][2:] == ("SpeechEQ/speecheq", "space")
+    assert capsys.readouterr().out.strip() == "uploaded SpeechEQ/speecheq: https://huggingface.co/spaces/SpeechEQ/speecheq/commit/1"
