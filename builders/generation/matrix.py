@@ -7,7 +7,8 @@ delivery target per attribute (duration, loudness, pitch, pitch range): is the
 resonant clip the larger one? Targets are balanced within each valence x
 composite group (half larger, half smaller, in seeded order), so no delivery
 attribute can carry the label (SPEC §9); with one dialogue per cell, balancing
-within a cell would force turns 4 and 6 to be opposite, a pattern of its own.
+within a cell would force turns 4 and 6 to be opposite, a pattern of its own,
+so the two turns of a dialogue get each of ++, --, +-, -+ equally often.
 """
 
 from __future__ import annotations
@@ -103,19 +104,30 @@ def plan_items(
 
 
 def assign_targets(items: list[Item], seed: int) -> list[Item]:
-    """The items with balanced delivery targets: per valence x composite group, half the pairs +1 per attribute."""
-    slots: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)  # group -> [(item index, turn)]
+    """The items with balanced delivery targets per valence x composite group and attribute.
+
+    Each dialogue gets one of the four (turn 4, turn 6) patterns ++, --, +-, -+,
+    dealt in complementary blocks ({++, --} and {+-, -+}, seeded order), so that
+    half the pairs have the resonant clip larger and the two turns agree as
+    often as chance: no rule gains on pairs or on trajectories.
+    """
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for index, item in enumerate(items):
-        for turn in TEST_TURNS:
-            slots[item.group].append((index, turn))
+        groups[item.group].append(index)
     targets: list[dict[int, dict[str, int]]] = [{turn: {} for turn in TEST_TURNS} for _ in items]
-    for group, members in sorted(slots.items()):
+    for group, members in sorted(groups.items()):
         for attribute in TARGET_ATTRIBUTES:
-            rng = random.Random(stable_seed("targets", seed, *group, attribute, items[members[0][0]].replicate))
-            signs = [+1, -1] * (len(members) // 2) + ([rng.choice((+1, -1))] if len(members) % 2 else [])
-            rng.shuffle(signs)
-            for (index, turn), sign in zip(members, signs):
-                targets[index][turn][attribute] = sign
+            rng = random.Random(stable_seed("targets", seed, *group, attribute, items[members[0]].replicate))
+            order = list(members)
+            rng.shuffle(order)
+            blocks = [[(+1, +1), (-1, -1)], [(+1, -1), (-1, +1)]]
+            rng.shuffle(blocks)
+            for block in blocks:
+                rng.shuffle(block)
+            patterns = [pattern for block in blocks for pattern in block]
+            for k, index in enumerate(order):
+                for turn, sign in zip(TEST_TURNS, patterns[k % len(patterns)]):
+                    targets[index][turn][attribute] = sign
     return [Item(i.item_id, i.subscale, i.valence, i.scenario_type, i.replicate, i.seed, t) for i, t in zip(items, targets)]
 
 

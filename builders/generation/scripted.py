@@ -52,7 +52,8 @@ def load_templates() -> dict:
 def _sentence_case(text: str) -> str:
     """Capitalise the first letter of every sentence (a slot such as "the report" may open one)."""
     text = text[:1].upper() + text[1:]
-    return re.sub(r"([.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), text)
+    # ... is a trailing thought, not a sentence end: "Okay... what's wrong?" stays as it is.
+    return re.sub(r"(?<!\.)([.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), text)
 
 
 def _fill(template: str, slots: dict) -> str:
@@ -92,7 +93,9 @@ def _hits(text: str, words: list[str]) -> int:
 def fit_scores(instruction: str, valence: str) -> tuple[int, int, int]:
     """(resonant-word hits for the valence, actively-wrong hits, flat hits) of an instruction."""
     lexicon = load_templates()["judge_lexicon"]
-    return (_hits(instruction, lexicon["resonant"][valence]), _hits(instruction, lexicon["dissonant"]["active"]),
+    # Without a valence (v1 data) any valence's resonant words count.
+    resonant = lexicon["resonant"].get(valence) or [w for words in lexicon["resonant"].values() for w in words]
+    return (_hits(instruction, resonant), _hits(instruction, lexicon["dissonant"]["active"]),
             _hits(instruction, lexicon["dissonant"]["flat"]))
 
 

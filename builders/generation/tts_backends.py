@@ -92,6 +92,7 @@ class TtsBackend:
     controls: frozenset[str] = frozenset()  # which of "rate", "pitch" the engine honours
     pitch_unit_semitones = 0.0  # semitones per unit of Controls.pitch (0: no pitch control)
     concurrency = 1
+    deterministic = True  # same input, same audio (a re-rendering with the same controls changes nothing)
 
     def voices(self, scenario: dict, seed: int) -> tuple[str, str]:
         """The voice of speaker 1 and of speaker 2 for a whole dialogue."""
@@ -140,6 +141,7 @@ class PiperTts(TtsBackend):
     name = "piper"
     controls = frozenset({"rate"})
     concurrency = 1  # one ONNX session; it uses the cores itself
+    deterministic = False  # the voice samples noise at synthesis time
 
     def __init__(self, model_path: str | None = None, config_path: str | None = None):
         self.model_path, self.config_path = model_path, config_path
@@ -204,6 +206,7 @@ class OpenAISpeechTts(TtsBackend):
     name = "openai"
     controls = frozenset({"rate"})
     concurrency = 4
+    deterministic = False
 
     def __init__(self, model: str = "gpt-4o-mini-tts-2025-03-20", *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
                  response_format: str = "mp3", max_attempts: int = 6, backoff_base: float = 1.0, backoff_max: float = 60.0,
