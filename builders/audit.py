@@ -170,7 +170,7 @@ def load_pairs(data: str | Path, cache=None) -> list[AuditPair]:
     """The test pairs of a raw folder, an exported folder or a Hub id, with features (through a FeatureCache)."""
     from .features import FeatureCache
 
-    cache = cache or FeatureCache()
+    cache = cache if cache is not None else FeatureCache()  # an empty cache is falsy (it has a length)
     path = Path(data)
     from speecheq_dataset.raw import looks_like_raw_dir
 

@@ -33,15 +33,15 @@ DEFAULT_PER_SUBSCALE = 5
 
 
 def cohen_kappa(a: list[int], b: list[int]) -> float:
-    """Cohen's kappa of two raters' binary labels; 1.0 when both give one identical constant label, NaN when undefined."""
+    """Cohen's kappa of two raters' binary labels (1.0 when both give the same single label to everything, where chance agreement is 1)."""
     if len(a) != len(b) or not a:
         raise ValueError(f"cohen_kappa: need two equally long, non-empty label lists, got {len(a)} and {len(b)}")
     n = len(a)
     observed = sum(x == y for x, y in zip(a, b)) / n
     pa, pb = sum(a) / n, sum(b) / n
     expected = pa * pb + (1 - pa) * (1 - pb)
-    if expected == 1.0:
-        return 1.0 if observed == 1.0 else float("nan")
+    if expected == 1.0:  # both raters constant and equal: perfect agreement, the formula's 0/0
+        return 1.0
     return (observed - expected) / (1 - expected)
 
 

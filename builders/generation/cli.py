@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--refill-rounds", type=int, default=2, help="rounds of replacements for rejected items")
     parser.add_argument("--bound", type=float, default=DEFAULT_BOUND, help="highest allowed single-feature pair accuracy")
     parser.add_argument("--no-oracle", action="store_true", help="skip the oracle text check")
+    parser.add_argument("--exclusions", default=None, metavar="EXCLUDE.json",
+                        help="leave out the dialogues a human check failed (speecheq human-check import) and rebalance the rest")
     parser.add_argument("--fail-over-bound", action="store_true", help="exit 1 when the audit exceeds the bound")
     return parser
 
@@ -54,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         out_dir=args.out_dir, llm=args.llm, tts=args.tts, per_cell=args.per_cell, seed=args.seed, base_url=args.base_url,
         llm_model=args.llm_model, tts_model=args.tts_model, subscales=_csv(args.subscales), valences=_csv(args.valences) or VALENCES,
         scenario_types=_csv(args.scenario_types) or SCENARIO_TYPES, max_attempts=args.max_attempts, max_syntheses=args.max_syntheses,
-        refill_rounds=args.refill_rounds, bound=args.bound, oracle=not args.no_oracle)
+        refill_rounds=args.refill_rounds, bound=args.bound, oracle=not args.no_oracle,
+        exclusions=args.exclusions)
     try:
         summary = run_pipeline(config)
     except (OSError, ValueError, RuntimeError) as exc:

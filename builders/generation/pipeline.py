@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shutil
 from collections import Counter
 from dataclasses import asdict
 from dataclasses import dataclass
@@ -75,6 +76,7 @@ class GenerateConfig:
     refill_rounds: int = 2
     bound: float = DEFAULT_BOUND
     oracle: bool = True
+    exclusions: str | None = None  # a `speecheq human-check import` file: these dialogues are left out and the rest rebalanced
 
     def plan_key(self) -> dict:
         """The settings that define the plan (changing them needs a new OUT_DIR)."""
@@ -190,9 +192,18 @@ def finalize(config: GenerateConfig, items: list[Item], work_dir: Path, text_bac
     records = {stage: StageStore(work_dir, stage).load() for stage in ALL_STAGES}
     ready = [i for i in items if all(records[s].get(i.item_id, {}).get("status") == OK for s in ALL_STAGES)]
     pairs = [p for item in ready for p in pair_choices_from_speech(item.item_id, item.group, records["speech"][item.item_id]["output"])]
-    selected = select(pairs, seed=config.seed)
     written_path = work_dir / "written.json"
     written = json.loads(written_path.read_text()) if written_path.is_file() else {}
+    if config.exclusions:
+        from ..human_check import load_exclusions
+
+        excluded = set(load_exclusions(config.exclusions))
+        for item in [i for i in ready if i.dataset_id(config.seed) in excluded]:
+            shutil.rmtree(out_dir / item.subscale / item.dataset_id(config.seed), ignore_errors=True)
+            written.pop(item.dataset_id(config.seed), None)
+        ready = [i for i in ready if i.dataset_id(config.seed) not in excluded]
+        pairs = [p for p in pairs if p.key[0] in {i.item_id for i in ready}]
+    selected = select(pairs, seed=config.seed)
     meta_gen = {"llm": config.llm, "llm_model": config.llm_model, "tts": config.tts, "tts_model": config.tts_model,
                 "prompt_version": PROMPT_VERSION, "contrast": "contrast_v1", "seed": config.seed}
     kept, metadatas = [], []
