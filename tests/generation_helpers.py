@@ -54,12 +54,18 @@ def generate_small(out_dir: Path, **overrides):
     return run_pipeline(config, progress=False)
 
 
+# Test modules import these fixtures, and each import registers its own copy with pytest: the memo below
+# makes every copy return the same object, so each is built once per session.
+_SESSION: dict[str, object] = {}
+
+
 @pytest.fixture(scope="session")
 def small_generated(tmp_path_factory):
     """(raw folder, summary) of a small offline generated set (scripted LLM + espeak-ng), made once per session."""
-    out = tmp_path_factory.mktemp("generated") / "raw"
-    summary = generate_small(out)
-    return out, summary
+    if "small" not in _SESSION:
+        out = tmp_path_factory.mktemp("generated") / "raw"
+        _SESSION["small"] = (out, generate_small(out))
+    return _SESSION["small"]
 
 
 def metadata_of(raw_dir: Path) -> list[dict]:
@@ -69,4 +75,6 @@ def metadata_of(raw_dir: Path) -> list[dict]:
 @pytest.fixture(scope="session")
 def real_features_file(tmp_path_factory):
     """A feature-cache file shared by the tests that measure the authors' real clips (measured once per session)."""
-    return tmp_path_factory.mktemp("features") / "real-features.jsonl"
+    if "real" not in _SESSION:
+        _SESSION["real"] = tmp_path_factory.mktemp("features") / "real-features.jsonl"
+    return _SESSION["real"]
