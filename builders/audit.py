@@ -14,7 +14,6 @@ clip) counts one half, the expectation of a coin flip. On the authors' data
 from __future__ import annotations
 
 import argparse
-import csv
 import logging
 import math
 import sys
@@ -25,20 +24,21 @@ from pathlib import Path
 from speecheq_dataset.acoustics import ClipFeatures
 from speecheq_dataset.acoustics import delivery_distance
 
+from .tables import write_csv
+
 logger = logging.getLogger(__name__)
 
-# rule -> (feature, +1: pick the clip with the larger value / -1: the smaller)
+# feature -> (the rule that picks the clip with the larger value, the rule that picks the smaller)
+RULES_BY_FEATURE: dict[str, tuple[str, str]] = {
+    "duration_s": ("slower", "faster"),
+    "rms_db": ("louder", "quieter"),
+    "pitch_hz": ("higher_pitch", "lower_pitch"),
+    "pitch_range_st": ("wider_pitch_range", "narrower_pitch_range"),
+    "catalyst_distance": ("farthest_from_catalyst", "closest_to_catalyst"),
+}
+# rule -> (feature, +1: it picks the larger value / -1: the smaller)
 AUDIT_RULES: dict[str, tuple[str, int]] = {
-    "slower": ("duration_s", +1),
-    "faster": ("duration_s", -1),
-    "quieter": ("rms_db", -1),
-    "louder": ("rms_db", +1),
-    "lower_pitch": ("pitch_hz", -1),
-    "higher_pitch": ("pitch_hz", +1),
-    "wider_pitch_range": ("pitch_range_st", +1),
-    "narrower_pitch_range": ("pitch_range_st", -1),
-    "closest_to_catalyst": ("catalyst_distance", -1),
-    "farthest_from_catalyst": ("catalyst_distance", +1),
+    rule: (feature, sign) for feature, pair in RULES_BY_FEATURE.items() for rule, sign in zip(pair, (+1, -1))
 }
 # One rule per feature, the direction that the published data leaks (SPEC §9); its mirror is 1 - it.
 BALANCED_FEATURES: tuple[str, ...] = ("duration_s", "rms_db", "pitch_hz", "pitch_range_st", "catalyst_distance")
@@ -134,13 +134,8 @@ def audit_markdown(rows: list[AuditRow], *, title: str = "", reference: list[Aud
 
 
 def write_audit_csv(rows: list[AuditRow], path: Path | str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as out:
-        writer = csv.writer(out)
-        writer.writerow(["rule", "pair_accuracy", "traj_accuracy", "n_pairs", "n_dialogues", "undecided"])
-        for r in rows:
-            writer.writerow([r.rule, f"{r.pair_accuracy:.4f}", f"{r.traj_accuracy:.4f}", r.n_pairs, r.n_dialogues, r.undecided])
+    write_csv(path, ["rule", "pair_accuracy", "traj_accuracy", "n_pairs", "n_dialogues", "undecided"],
+              ([r.rule, f"{r.pair_accuracy:.4f}", f"{r.traj_accuracy:.4f}", r.n_pairs, r.n_dialogues, r.undecided] for r in rows))
 
 
 # -- reading pairs from data ---------------------------------------------------------------------

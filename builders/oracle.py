@@ -8,7 +8,6 @@ and turn from the seed, so position never carries the answer.
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import random
@@ -23,6 +22,7 @@ from .generation.checks import parse_json_object
 from .generation.llm import TextRequest
 from .generation.matrix import stable_seed
 from .generation.prompts import load_prompt
+from .tables import write_csv
 
 logger = logging.getLogger(__name__)
 
@@ -103,13 +103,8 @@ def oracle_summary(results: list[OracleResult]) -> dict:
 
 
 def write_oracle_csv(results: list[OracleResult], path: Path | str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as out:
-        writer = csv.writer(out)
-        writer.writerow(["dataset_id", "subscale", "turn4_correct", "turn6_correct", "flagged", "error"])
-        for r in results:
-            writer.writerow([r.dataset_id, r.subscale, r.correct[4], r.correct[6], r.flagged, r.error or ""])
+    write_csv(path, ["dataset_id", "subscale", "turn4_correct", "turn6_correct", "flagged", "error"],
+              ([r.dataset_id, r.subscale, r.correct[4], r.correct[6], r.flagged, r.error or ""] for r in results))
 
 
 def load_metadatas(raw_dir: Path | str) -> list[dict]:

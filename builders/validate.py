@@ -8,7 +8,6 @@ gives the score distribution and lists the pairs below the pass mark.
 from __future__ import annotations
 
 import argparse
-import csv
 import logging
 import sys
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from speecheq_dataset.acoustics import ContrastResult
 from speecheq_dataset.acoustics import contrast_score
 
 from .audit import AuditPair
+from .tables import write_csv
 
 logger = logging.getLogger(__name__)
 
@@ -63,17 +63,15 @@ def distribution_text(stats: dict, version: str = CONTRAST_V1.version) -> str:
     return "\n".join(lines)
 
 
+def _csv_row(r: PairContrast) -> list:
+    gaps = [("" if r.result.gaps.get(g) is None else f"{r.result.gaps[g]:.4f}") for g in GAP_NAMES]
+    points = [f"{r.result.points.get(g, 0.0):.4f}" for g in GAP_NAMES]
+    return [r.dataset_id, r.subscale, r.turn, f"{r.result.score:.4f}", r.result.passed, r.result.version, *gaps, *points]
+
+
 def write_contrast_csv(rows: list[PairContrast], path: Path | str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as out:
-        writer = csv.writer(out)
-        writer.writerow(["dataset_id", "subscale", "turn", "contrast_score", "passed", "version",
-                         *(f"gap_{g}" for g in GAP_NAMES), *(f"points_{g}" for g in GAP_NAMES)])
-        for r in rows:
-            gaps = [("" if r.result.gaps.get(g) is None else f"{r.result.gaps[g]:.4f}") for g in GAP_NAMES]
-            points = [f"{r.result.points.get(g, 0.0):.4f}" for g in GAP_NAMES]
-            writer.writerow([r.dataset_id, r.subscale, r.turn, f"{r.result.score:.4f}", r.result.passed, r.result.version, *gaps, *points])
+    write_csv(path, ["dataset_id", "subscale", "turn", "contrast_score", "passed", "version", *(f"gap_{g}" for g in GAP_NAMES),
+                     *(f"points_{g}" for g in GAP_NAMES)], (_csv_row(r) for r in rows))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,12 +54,17 @@ def scripted_scenario(record) -> tuple:
     return chat_answer(ScriptedBackend().complete(TextRequest("scenario", [], {"item": item.as_dict()})).text)
 
 
-@pytest.fixture
-def chat_server(monkeypatch):
-    monkeypatch.setenv("SPEECHEQ_TEST_GEN_KEY", SENTINEL)
-    fake = FakeApi(scripted_scenario)
+def _serve(monkeypatch, key_variable: str, responder):
+    """A loopback server answering with `responder`, with the sentinel key in `key_variable`."""
+    monkeypatch.setenv(key_variable, SENTINEL)
+    fake = FakeApi(responder)
     yield fake
     fake.close()
+
+
+@pytest.fixture
+def chat_server(monkeypatch):
+    yield from _serve(monkeypatch, "SPEECHEQ_TEST_GEN_KEY", scripted_scenario)
 
 
 def backend(fake) -> OpenAIChatBackend:
@@ -114,10 +119,7 @@ def tone_wav(record) -> tuple:
 
 @pytest.fixture
 def speech_server(monkeypatch):
-    monkeypatch.setenv("SPEECHEQ_TEST_TTS_KEY", SENTINEL)
-    fake = FakeApi(tone_wav)
-    yield fake
-    fake.close()
+    yield from _serve(monkeypatch, "SPEECHEQ_TEST_TTS_KEY", tone_wav)
 
 
 def openai_tts(fake) -> OpenAISpeechTts:

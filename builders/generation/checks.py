@@ -142,14 +142,20 @@ def check_context_tones(output: dict) -> list[str]:
     return reasons
 
 
-def check_test_tones(output: dict, lines: dict[int, str]) -> list[str]:
-    """Stage 4: per test turn, the line itself (identical for both candidates), a resonant and two different dissonant instructions."""
-    reasons = []
+def _test_turns(output: dict, where: str, reasons: list[str]):
+    """(turn, entry) for each test turn whose entry is an object; a missing one adds its reason."""
     for turn in TEST_TURNS:
         entry = output.get(f"turn{turn}")
-        if not isinstance(entry, dict):
-            reasons.append(f"test tones: 'turn{turn}' missing or not an object")
-            continue
+        if isinstance(entry, dict):
+            yield turn, entry
+        else:
+            reasons.append(f"{where}: 'turn{turn}' missing or not an object")
+
+
+def check_test_tones(output: dict, lines: dict[int, str]) -> list[str]:
+    """Stage 4: per test turn, the line itself (identical for both candidates), a resonant and two different dissonant instructions."""
+    reasons: list[str] = []
+    for turn, entry in _test_turns(output, "test tones", reasons):
         if " ".join(str(entry.get("line", "")).split()) != " ".join(lines[turn].split()):
             reasons.append(f"test tones turn {turn}: candidate text {entry.get('line')!r} differs from the line {lines[turn]!r}")
         reasons += check_instruction(f"test tones turn {turn} resonant", entry.get("resonant"))
@@ -177,12 +183,8 @@ def check_filter(output: dict, shown: dict[int, list[str]]) -> list[str]:
     `shown[turn]` lists the roles of the instructions in the order the judge saw
     them ("resonant" once, "dissonant" twice).
     """
-    reasons = []
-    for turn in TEST_TURNS:
-        entry = output.get(f"turn{turn}")
-        if not isinstance(entry, dict):
-            reasons.append(f"filter: 'turn{turn}' missing or not an object")
-            continue
+    reasons: list[str] = []
+    for turn, entry in _test_turns(output, "filter", reasons):
         best, worst = entry.get("best_resonant"), entry.get("most_dissonant")
         if not all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 3 for v in (best, worst)):
             reasons.append(f"filter turn {turn}: best_resonant and most_dissonant must be 1, 2 or 3, got {best!r}, {worst!r}")

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+from speecheq_dataset.fileio import write_bytes_atomic
+from speecheq_dataset.secrecy import scrub_bytes
 from speecheq_dataset.taxonomy import VALENCES
 
 from ..audit import DEFAULT_BOUND
@@ -45,7 +47,6 @@ from .stages import run_text_stage
 from .store import OK
 from .store import REJECTED
 from .store import StageStore
-from .store import write_atomic
 from .writer import assemble
 from .writer import signature
 from .writer import write_dialogue
@@ -138,7 +139,7 @@ def load_or_create_plan(config: GenerateConfig, work_dir: Path) -> tuple[list[It
 
 def save_plan(config: GenerateConfig, work_dir: Path, items: list[Item], replacements: dict[str, str]) -> None:
     payload = {"key": config.plan_key(), "items": [i.as_dict() for i in items], "replacements": replacements}
-    write_atomic(work_dir / "plan.json", json.dumps(payload, indent=1).encode())
+    write_bytes_atomic(work_dir / "plan.json", json.dumps(payload, indent=1).encode())
 
 
 def rejected_items(work_dir: Path) -> dict[str, list[str]]:
@@ -224,7 +225,7 @@ def finalize(config: GenerateConfig, items: list[Item], work_dir: Path, text_bac
             summary.written += 1
         kept.append(item)
         metadatas.append(metadata)
-    write_atomic(written_path, json.dumps(written, indent=1).encode())
+    write_bytes_atomic(written_path, json.dumps(written, indent=1).encode())
     summary.per_cell = {f"{s}/{v}": n for (s, v), n in Counter(i.cell for i in kept).items()}
     audit_pairs = [selected[(i.item_id, t)][1] for i in kept for t in (4, 6)]
     if audit_pairs:
@@ -246,7 +247,7 @@ def finalize(config: GenerateConfig, items: list[Item], work_dir: Path, text_bac
               "balance_by_group": {"/".join(g): v for g, v in group_balance({k: v for k, v in selected.items()
                                                                                if k[0] in {i.item_id for i in kept}}).items()},
               "oracle": summary.oracle, "usage": summary.usage}
-    write_atomic(work_dir / "report.json", json.dumps(report, indent=1, default=_json_default).encode())
+    write_bytes_atomic(work_dir / "report.json", scrub_bytes(json.dumps(report, indent=1, default=_json_default).encode()))
 
 
 def _json_default(value):

@@ -23,6 +23,7 @@ from speecheq_dataset.acoustics import CONTRAST_V1
 from speecheq_dataset.acoustics import ClipFeatures
 from speecheq_dataset.acoustics import ContrastConstants
 from speecheq_dataset.acoustics import contrast_score
+from speecheq_dataset.fileio import write_bytes_atomic
 from speecheq_dataset.http_api import ApiCallError
 from speecheq_dataset.http_api import map_in_order
 
@@ -32,12 +33,12 @@ from .matrix import Item
 from .matrix import stable_seed
 from .stages import UPSTREAM
 from .stages import StageStats
+from .stages import tally
 from .store import FAILED
 from .store import FINISHED
 from .store import OK
 from .store import REJECTED
 from .store import StageStore
-from .store import write_atomic
 from .tts_backends import RATE_LIMITS
 from .tts_backends import Controls
 from .tts_backends import semitones_to_pitch_units
@@ -59,7 +60,7 @@ class SpeechConfig:
 
 def _clip_record(name: str, speech, features: ClipFeatures, controls: Controls, audio_dir: Path, work_dir: Path) -> dict:
     path = audio_dir / f"{name}.{speech.extension}"
-    write_atomic(path, speech.data)
+    write_bytes_atomic(path, speech.data)
     return {"file": path.relative_to(work_dir).as_posix(), "sha256": clip_hash(speech.data), "features": features.as_dict(),
             "controls": controls.as_dict()}
 
@@ -176,16 +177,6 @@ def run_speech_stage(items: list[Item], work_dir: Path, tts, cache: FeatureCache
         return record["status"]
 
     statuses = map_in_order(process, todo, getattr(tts, "concurrency", 1), progress="speech  " if progress else None)
-    for item, status in zip(todo, statuses):
-        stats.done += status == OK
-        stats.rejected += status == REJECTED
-        stats.failed += status == FAILED
-    records = store.load()
-    for item in todo:
-        record = records.get(item.item_id, {})
-        pairs = (record.get("output") or {}).get("pairs", {})
-        if any(len(p["candidates"]) > 1 for p in pairs.values()):
-            stats.retried += 1
-        if record.get("status") in (REJECTED, FAILED):
-            stats.reasons[item.item_id] = record.get("reasons", [])
-    return stats
+    # "retried": a test pair needed more than one rendering
+    return tally(stats, todo, statuses, store.load(),
+                 lambda record: any(len(p["candidates"]) > 1 for p in (record.get("output") or {}).get("pairs", {}).values()))

@@ -212,16 +212,18 @@ def run_text_stage(stage: str, items: list[Item], work_dir, backend, *, max_atte
         return record["status"]
 
     statuses = map_in_order(process, todo, getattr(backend, "concurrency", 1), progress=f"{stage:<8}" if progress else None)
+    return tally(stats, todo, statuses, store.load(), lambda record: any(n > 1 for n in record.get("attempts", {}).values()))
+
+
+def tally(stats: StageStats, todo: list[Item], statuses: list[str], records: dict[str, dict], retried: Callable[[dict], bool]) -> StageStats:
+    """Count what a stage run did: statuses of the items it ran, the retried ones, and the reasons of the rest."""
     for item, status in zip(todo, statuses):
+        record = records.get(item.item_id, {})
         stats.done += status == OK
         stats.rejected += status == REJECTED
         stats.failed += status == FAILED
-    records = store.load()
-    for item in todo:
-        record = records.get(item.item_id, {})
-        if any(n > 1 for n in record.get("attempts", {}).values()):
-            stats.retried += 1
-        if record.get("status") in (REJECTED, FAILED):
+        stats.retried += bool(retried(record))
+        if status in (REJECTED, FAILED):
             stats.reasons[item.item_id] = record.get("reasons", [])
     return stats
 

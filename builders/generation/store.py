@@ -12,29 +12,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import threading
 from pathlib import Path
+
+from speecheq_dataset.secrecy import scrub_bytes
 
 logger = logging.getLogger(__name__)
 
 OK, REJECTED, FAILED = "ok", "rejected", "failed"
 FINISHED = frozenset({OK, REJECTED})
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write bytes to path via a temporary file in the same folder and a rename (never a half file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class StageStore:
@@ -65,10 +51,10 @@ class StageStore:
         """Append one record and make it durable before returning."""
         if record.get("status") not in (OK, REJECTED, FAILED) or not record.get("item_id"):
             raise ValueError(f"{self.stage}: a record needs item_id and status ok/rejected/failed, got {record!r:.200}")
-        line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+        line = scrub_bytes(json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")) + b"\n"  # no key reaches a file
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as out:
+            with self.path.open("ab") as out:
                 out.write(line)
                 out.flush()
                 os.fsync(out.fileno())

@@ -96,7 +96,7 @@ def signature(metadata: dict, clips: list[tuple[str, Speech]]) -> str:
 
 
 def write_dialogue(out_dir: Path, subscale: str, dataset_id: str, metadata: dict, clips: list[tuple[str, Speech]]) -> Path:
-    """Write one dialogue folder atomically (replacing an older version of it)."""
+    """Write one dialogue folder, assembled in a hidden temporary folder and renamed into place (replacing an older version)."""
     final = out_dir / subscale / dataset_id
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{dataset_id}-", dir=final.parent))
@@ -105,13 +105,10 @@ def write_dialogue(out_dir: Path, subscale: str, dataset_id: str, metadata: dict
         for stem, audio in clips:
             (tmp / "audio" / f"{stem}.{audio.extension}").write_bytes(audio.data)
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2, ensure_ascii=False), encoding="utf-8")
-        old = None
-        if final.exists():
-            old = final.with_name(f".old-{dataset_id}-{os.getpid()}")
-            os.rename(final, old)
+        # A crash between these two lines leaves the folder missing, never half written; the next run
+        # sees it missing and writes it again (written.json is only saved after the whole set).
+        shutil.rmtree(final, ignore_errors=True)
         os.rename(tmp, final)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final
