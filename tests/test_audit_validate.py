@@ -17,6 +17,8 @@ from builders.features import FeatureCache
 from builders.validate import distribution
 from builders.validate import main as validate_main
 from builders.validate import pair_contrasts
+from generation_helpers import real_features_file  # noqa: F401 (fixture)
+from generation_helpers import small_generated  # noqa: F401 (fixture)
 from speecheq_dataset.acoustics import ClipFeatures
 
 
@@ -97,6 +99,3 @@ def test_audit_and_validate_commands_write_their_csvs(small_generated, tmp_path,
     assert (tmp_path / "contrast-oracle.csv").is_file()
     assert len(FeatureCache(cache)) == 36  # every measured clip cached once, by hash
 
-
-from generation_helpers import real_features_file  # noqa: E402,F401 (fixture)
-from generation_helpers import small_generated  # noqa: E402,F401 (fixture)

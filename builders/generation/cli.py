@@ -27,7 +27,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint of --llm openai (default: OpenAI)")
     parser.add_argument("--llm-model", default=None, help="model name of --llm openai (default gpt-4o-2024-11-20)")
+    parser.add_argument("--llm-concurrency", type=int, default=4, help="parallel requests of --llm openai")
+    parser.add_argument("--price-in", type=float, default=None, help="USD per 1M input tokens of --llm openai (cost tally)")
+    parser.add_argument("--price-out", type=float, default=None, help="USD per 1M output tokens of --llm openai")
     parser.add_argument("--tts-model", default=None, help="model of --tts openai (default gpt-4o-mini-tts-2025-03-20)")
+    parser.add_argument("--tts-base-url", default=None, help="OpenAI-compatible speech endpoint of --tts openai (default: OpenAI)")
     parser.add_argument("--subscales", default=None, help="comma-separated subscale slugs (default: all 15)")
     parser.add_argument("--valences", default=",".join(VALENCES), help="comma-separated valences (default: all three)")
     parser.add_argument("--scenario-types", default=",".join(SCENARIO_TYPES), help="comma-separated scenario types")
@@ -57,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         llm_model=args.llm_model, tts_model=args.tts_model, subscales=_csv(args.subscales), valences=_csv(args.valences) or VALENCES,
         scenario_types=_csv(args.scenario_types) or SCENARIO_TYPES, max_attempts=args.max_attempts, max_syntheses=args.max_syntheses,
         refill_rounds=args.refill_rounds, bound=args.bound, oracle=not args.no_oracle,
-        exclusions=args.exclusions)
+        exclusions=args.exclusions, llm_concurrency=args.llm_concurrency, tts_base_url=args.tts_base_url, price_in=args.price_in, price_out=args.price_out)
     try:
         summary = run_pipeline(config)
     except (OSError, ValueError, RuntimeError) as exc:

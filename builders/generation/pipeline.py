@@ -78,6 +78,10 @@ class GenerateConfig:
     bound: float = DEFAULT_BOUND
     oracle: bool = True
     exclusions: str | None = None  # a `speecheq human-check import` file: these dialogues are left out and the rest rebalanced
+    llm_concurrency: int = 4
+    tts_base_url: str | None = None  # an OpenAI-compatible speech endpoint for --tts openai
+    price_in: float | None = None  # USD per 1M input tokens of --llm openai, for the cost tally
+    price_out: float | None = None
 
     def plan_key(self) -> dict:
         """The settings that define the plan (changing them needs a new OUT_DIR)."""
@@ -268,10 +272,13 @@ def run_pipeline(config: GenerateConfig, *, text_backend=None, tts=None, progres
     if text_backend is None:
         options = {}
         if config.llm == "openai":
-            options = {k: v for k, v in {"base_url": config.base_url, "model": config.llm_model}.items() if v}
+            options = {k: v for k, v in {"base_url": config.base_url, "model": config.llm_model, "price_in": config.price_in,
+                                         "price_out": config.price_out}.items() if v is not None}
+            options["concurrency"] = config.llm_concurrency
         text_backend = build_text_backend(config.llm, **options)
     if tts is None:
-        tts = build_tts(config.tts, **({"model": config.tts_model} if config.tts_model else {}))
+        options = {k: v for k, v in {"model": config.tts_model, "base_url": config.tts_base_url}.items() if v}
+        tts = build_tts(config.tts, **options)
     cache = FeatureCache(work_dir / "features.jsonl")
     items, replacements = load_or_create_plan(config, work_dir)
     summary = GenerateSummary(Path(config.out_dir))

@@ -39,7 +39,7 @@ def _speech(work_dir: Path, clip: dict) -> Speech:
 
 def assemble(item: Item, dataset_id: str, records: dict, choices: dict[int, Choice], work_dir: Path, meta: dict) -> tuple[dict, list[tuple[str, Speech]]]:
     """(metadata.json content, [(clip stem, audio)]) of one selected dialogue."""
-    scenario, dialogue, tones, speech = records["scenario"], records["dialogue"], records["tones"], records["speech"]
+    scenario, dialogue, speech = records["scenario"], records["dialogue"], records["speech"]
     lines = {t["sentence_number"]: t["text"] for t in dialogue["conversation"]}
     failures = scenario.get("speaker2_failure_types", [])
     low_type = speech["pairs"]["4"].get("low_type")
