@@ -12,6 +12,10 @@ Usage: .venv/bin/python bench/bench_generation.py [--workers 2] [--skip-generate
    their tone instructions.
 3. `speecheq generate --llm scripted --tts espeak --per-cell 1 --seed 0`
    (45 dialogues) timed, and its shortcut audit beside the authors' data.
+
+Measured on the 2-core machine (idle): yin 32.1 clips/s vs pyin 1.59 (20.1x),
+4.7 min projected for 2,265 dialogues; the 45-dialogue set in 34 s with every
+rule at 0.500 of pairs (authors' data: "slower" 0.800).
 """
 
 from __future__ import annotations

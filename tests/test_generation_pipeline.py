@@ -130,3 +130,80 @@ def test_a_rerun_of_a_finished_generation_synthesises_and_rewrites_nothing(small
                            progress=False)
     assert tts.count == 0 and llm.calls == [] and summary.written == 0 and summary.unchanged == 6
     assert {p: p.stat().st_mtime_ns for p in raw.glob("*/*/metadata.json")} == before
+
+
+def test_counter_steered_renderings_flip_the_majority_side_of_a_feature(small_generated, tmp_path):
+    import shutil
+
+    from builders.features import FeatureCache
+    from builders.generation.pipeline import load_or_create_plan
+    from builders.generation.speech import add_counter_renderings
+    from builders.generation.pipeline import GenerateConfig
+
+    raw, _ = small_generated
+    copy = tmp_path / "copy"
+    shutil.copytree(raw, copy)
+    work = work_dir_of(copy)
+    items, _ = load_or_create_plan(GenerateConfig(out_dir=str(copy), subscales=SMALL_SUBSCALES), work)
+    before = StageStore(work, "speech").load()
+    # pretend every selected resonant clip is the longer one: the rule "slower" would be right on all pairs
+    sides = {(i.item_id, t): 1.0 for i in items for t in (4, 6)}
+    added = add_counter_renderings(work, {i.item_id: i for i in items}, sides, "duration_s", EspeakTts(), FeatureCache(), seed=0)
+    after = StageStore(work, "speech").load()
+    # a pair whose resonant clip is already the shorter one by the margin needs no counter-rendering
+    import math
+
+    from builders.generation.speech import DURATION_MARGIN
+
+    def already_shorter(candidate):
+        return math.log(candidate["high"]["features"]["duration_s"] / candidate["low"]["features"]["duration_s"]) <= -DURATION_MARGIN
+
+    expected = sum(not already_shorter(before[i.item_id]["output"]["pairs"][str(t)]["candidates"][-1]) for i in items for t in (4, 6))
+    assert 0 < added <= expected  # fewer where the rate control is already at its limit
+    grown = [(k, t) for k in after for t in ("4", "6")
+             if len(after[k]["output"]["pairs"][t]["candidates"]) > len(before[k]["output"]["pairs"][t]["candidates"])]
+    assert len(grown) == added
+    for item_id, turn in grown:
+        old = before[item_id]["output"]["pairs"][turn]["candidates"][-1]
+        newer = after[item_id]["output"]["pairs"][turn]["candidates"][-1]
+        # steered to make the resonant clip shorter: it speeds up, the dissonant one slows down (within the limits)
+        assert newer["high"]["controls"]["rate"] >= old["high"]["controls"]["rate"]
+        assert newer["low"]["controls"]["rate"] <= old["low"]["controls"]["rate"]
+        assert newer["high"]["controls"] != old["high"]["controls"] or newer["low"]["controls"] != old["low"]["controls"]
+    assert add_counter_renderings(work, {}, sides, "rms_db", EspeakTts(), FeatureCache(), seed=0) == 0  # level: gains do that
+
+
+class RejectOneItem:
+    """The scripted backend, except that one item's scenario answers always fail their checks."""
+
+    concurrency = 1
+
+    def __init__(self, item_id: str):
+        self.item_id, self.inner = item_id, ScriptedBackend()
+
+    def complete(self, request):
+        if request.stage == "scenario" and request.inputs["item"]["item_id"] == self.item_id:
+            from speecheq_dataset.chat import ChatReply
+
+            return ChatReply('{"title": "no other keys"}')
+        return self.inner.complete(request)
+
+    def usage(self):
+        return self.inner.usage()
+
+
+def test_a_rejected_item_is_replaced_in_its_cell_with_its_targets(tmp_path):
+    from builders.generation.pipeline import GenerateConfig
+    from builders.generation.pipeline import run_pipeline
+
+    config = GenerateConfig(out_dir=str(tmp_path / "raw"), subscales=("interpersonal_empathy",), valences=("Negative",), oracle=False,
+                            max_attempts=2)
+    original = plan_items(1, 0, subscales=config.subscales, valences=config.valences)[0]
+    summary = run_pipeline(config, text_backend=RejectOneItem(original.item_id), tts=EspeakTts(), progress=False)
+    assert list(summary.rejected) == [original.item_id] and "missing or empty 'context'" in summary.rejected[original.item_id][0]
+    plan = json.loads((work_dir_of(tmp_path / "raw") / "plan.json").read_text())
+    replacement = plan["replacements"][original.item_id]
+    assert replacement == "interpersonal_empathy.negative.001"
+    new = next(i for i in plan["items"] if i["item_id"] == replacement)
+    assert new["targets"] == original.as_dict()["targets"] and new["scenario_type"] == original.scenario_type
+    assert summary.written == 1 and summary.per_cell == {"interpersonal_empathy/Negative": 1}

@@ -24,7 +24,9 @@ from speecheq_dataset.fileio import write_bytes_atomic
 from speecheq_dataset.secrecy import scrub_bytes
 from speecheq_dataset.taxonomy import VALENCES
 
+from ..audit import AUDIT_RULES
 from ..audit import DEFAULT_BOUND
+from ..audit import high_larger
 from ..audit import audit_markdown
 from ..audit import audit_table
 from ..audit import passes_bound
@@ -40,6 +42,7 @@ from .matrix import plan_items
 from .matrix import replacement_for
 from .prompts import PROMPT_VERSION
 from .speech import SpeechConfig
+from .speech import add_counter_renderings
 from .speech import run_speech_stage
 from .stages import TEXT_STAGES
 from .stages import StageStats
@@ -76,6 +79,7 @@ class GenerateConfig:
     max_syntheses: int = 4
     refill_rounds: int = 2
     bound: float = DEFAULT_BOUND
+    balance_rounds: int = 2  # rounds of counter-steered renderings while a rule exceeds the bound
     oracle: bool = True
     exclusions: str | None = None  # a `speecheq human-check import` file: these dialogues are left out and the rest rebalanced
     llm_concurrency: int = 4
@@ -98,6 +102,8 @@ class GenerateSummary:
     per_cell: dict = field(default_factory=dict)
     audit_rows: list = field(default_factory=list)
     audit_ok: bool = False
+    balance_rounds: int = 0
+    bound: float = DEFAULT_BOUND
     oracle: dict | None = None
     usage: dict = field(default_factory=dict)
     rejected: dict[str, list[str]] = field(default_factory=dict)
@@ -105,13 +111,15 @@ class GenerateSummary:
     def text(self) -> str:
         lines = [f"speecheq generate -> {self.out_dir}"]
         lines += ["  " + s.line() for s in self.stages]
+        if self.balance_rounds:
+            lines.append(f"  balance rounds with counter-steered renderings: {self.balance_rounds}")
         lines.append(f"  dialogues written {self.written}, unchanged {self.unchanged}; per cell: "
                      f"min {min(self.per_cell.values(), default=0)}, max {max(self.per_cell.values(), default=0)}")
         if self.rejected:
             lines.append(f"  rejected items ({len(self.rejected)}):")
             lines += [f"    {item}: {'; '.join(reasons)[:200]}" for item, reasons in sorted(self.rejected.items())]
         if self.audit_rows:
-            lines += ["", audit_markdown(self.audit_rows, title="Shortcut audit of the generated set")]
+            lines += ["", audit_markdown(self.audit_rows, title="Shortcut audit of the generated set", bound=self.bound)]
         if self.oracle:
             lines.append(f"\n  oracle text check: accuracy {self.oracle['accuracy']:.3f} over {self.oracle['n_dialogues']} dialogues; "
                          f"flagged {len(self.oracle['flagged'])}: {', '.join(self.oracle['flagged'][:10])}")
@@ -191,24 +199,46 @@ def merge_stats(rounds: list[list[StageStats]]) -> list[StageStats]:
     return list(merged.values())
 
 
-def finalize(config: GenerateConfig, items: list[Item], work_dir: Path, text_backend, summary: GenerateSummary, progress: bool) -> None:
-    """Select balanced renderings, write the raw layout, and audit (and oracle-check) what was written."""
-    out_dir = Path(config.out_dir)
-    records = {stage: StageStore(work_dir, stage).load() for stage in ALL_STAGES}
-    ready = [i for i in items if all(records[s].get(i.item_id, {}).get("status") == OK for s in ALL_STAGES)]
-    pairs = [p for item in ready for p in pair_choices_from_speech(item.item_id, item.group, records["speech"][item.item_id]["output"])]
-    written_path = work_dir / "written.json"
-    written = json.loads(written_path.read_text()) if written_path.is_file() else {}
+def select_balanced(config: GenerateConfig, items: list[Item], work_dir: Path, tts, cache: FeatureCache, summary: GenerateSummary):
+    """(ready items, selection): balanced selection, with counter-steered renderings added while a rule exceeds the bound."""
+    excluded: set[str] = set()
     if config.exclusions:
         from ..human_check import load_exclusions
 
         excluded = set(load_exclusions(config.exclusions))
-        for item in [i for i in ready if i.dataset_id(config.seed) in excluded]:
+    for balance_round in range(config.balance_rounds + 1):
+        records = {stage: StageStore(work_dir, stage).load() for stage in ALL_STAGES}
+        ready = [i for i in items if all(records[s].get(i.item_id, {}).get("status") == OK for s in ALL_STAGES)
+                 and i.dataset_id(config.seed) not in excluded]
+        pairs = [p for i in ready for p in pair_choices_from_speech(i.item_id, i.group, records["speech"][i.item_id]["output"])]
+        selected = select(pairs, seed=config.seed)
+        audit_pairs = [audit for _, audit in selected.values()]
+        if not audit_pairs or passes_bound(audit_table(audit_pairs), config.bound) or balance_round == config.balance_rounds:
+            break
+        worst = max(audit_table(audit_pairs), key=lambda r: r.pair_accuracy)
+        feature = AUDIT_RULES[worst.rule][0]
+        sides = {key: high_larger(audit, feature) for key, (_, audit) in selected.items()}
+        added = add_counter_renderings(work_dir, {i.item_id: i for i in ready}, sides, feature, tts, cache, seed=config.seed + balance_round,
+                                       config=SpeechConfig(max_syntheses=config.max_syntheses))
+        logger.info("balance round %d: %s at %.3f > %.2f; %d counter-steered rendering(s) added", balance_round + 1, worst.rule,
+                    worst.pair_accuracy, config.bound, added)
+        summary.balance_rounds += 1
+        if added == 0:
+            break
+    return ready, selected, records, excluded
+
+
+def finalize(config: GenerateConfig, items: list[Item], work_dir: Path, text_backend, tts, cache: FeatureCache, summary: GenerateSummary,
+             progress: bool) -> None:
+    """Select balanced renderings, write the raw layout, and audit (and oracle-check) what was written."""
+    out_dir = Path(config.out_dir)
+    ready, selected, records, excluded = select_balanced(config, items, work_dir, tts, cache, summary)
+    written_path = work_dir / "written.json"
+    written = json.loads(written_path.read_text()) if written_path.is_file() else {}
+    for item in items:  # dialogues a human check failed: removed from the output (the rest was rebalanced without them)
+        if item.dataset_id(config.seed) in excluded:
             shutil.rmtree(out_dir / item.subscale / item.dataset_id(config.seed), ignore_errors=True)
             written.pop(item.dataset_id(config.seed), None)
-        ready = [i for i in ready if i.dataset_id(config.seed) not in excluded]
-        pairs = [p for p in pairs if p.key[0] in {i.item_id for i in ready}]
-    selected = select(pairs, seed=config.seed)
     meta_gen = {"llm": config.llm, "llm_model": config.llm_model, "tts": config.tts, "tts_model": config.tts_model,
                 "prompt_version": PROMPT_VERSION, "contrast": "contrast_v1", "seed": config.seed}
     kept, metadatas = [], []
@@ -269,6 +299,7 @@ def run_pipeline(config: GenerateConfig, *, text_backend=None, tts=None, progres
         raise ValueError(f"--per-cell must be >= 1, got {config.per_cell}")
     work_dir = work_dir_of(config.out_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
+    owned = []  # backends built here are closed here
     if text_backend is None:
         options = {}
         if config.llm == "openai":
@@ -276,12 +307,22 @@ def run_pipeline(config: GenerateConfig, *, text_backend=None, tts=None, progres
                                          "price_out": config.price_out}.items() if v is not None}
             options["concurrency"] = config.llm_concurrency
         text_backend = build_text_backend(config.llm, **options)
+        owned.append(text_backend)
     if tts is None:
         options = {k: v for k, v in {"model": config.tts_model, "base_url": config.tts_base_url}.items() if v}
         tts = build_tts(config.tts, **options)
+        owned.append(tts)
+    try:
+        return _run(config, work_dir, text_backend, tts, progress)
+    finally:
+        for backend in owned:
+            backend.close()
+
+
+def _run(config: GenerateConfig, work_dir: Path, text_backend, tts, progress: bool) -> GenerateSummary:
     cache = FeatureCache(work_dir / "features.jsonl")
     items, replacements = load_or_create_plan(config, work_dir)
-    summary = GenerateSummary(Path(config.out_dir))
+    summary = GenerateSummary(Path(config.out_dir), bound=config.bound)
     rounds = []
     for round_number in range(config.refill_rounds + 1):
         rounds.append(run_stages(items, work_dir, text_backend, tts, cache, config, progress))
@@ -295,6 +336,6 @@ def run_pipeline(config: GenerateConfig, *, text_backend=None, tts=None, progres
         save_plan(config, work_dir, items, replacements)
     summary.stages = merge_stats(rounds)
     summary.rejected = rejected_items(work_dir)
-    finalize(config, items, work_dir, text_backend, summary, progress)
+    finalize(config, items, work_dir, text_backend, tts, cache, summary, progress)
     summary.usage = {"llm": text_backend.usage() if hasattr(text_backend, "usage") else {}, "tts": tts.describe()}
     return summary

@@ -4,17 +4,22 @@ Context turns (1, 2, 3, 5) are rendered once. Each test pair (turns 4 and 6)
 is rendered, measured and scored with contrast_v1; when the pair scores below
 the pass mark, or misses the item's balance targets for the attributes the
 engine can steer at synthesis time (duration through its rate, mean pitch
-through its pitch parameter), it is rendered again with adjusted controls, up
+through its pitch parameter, pitch range through its range parameter), it is
+rendered again with adjusted controls, up
 to `max_syntheses` renderings in all (the first plus three regenerations).
 Every rendering is kept as a candidate for the selection step; a turn with no
 candidate that passes the contrast check rejects the dialogue, with its best
 score in the reason. Loudness is left to a plain gain at selection time.
+When the selected set still exceeds the audit bound, `add_counter_renderings`
+renders pairs on the majority side of the worst feature once more, steered
+the other way, and the selection runs again.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +44,7 @@ from .store import FINISHED
 from .store import OK
 from .store import REJECTED
 from .store import StageStore
+from .tts_backends import RANGE_LIMITS
 from .tts_backends import RATE_LIMITS
 from .tts_backends import Controls
 from .tts_backends import semitones_to_pitch_units
@@ -47,8 +53,10 @@ logger = logging.getLogger(__name__)
 
 DURATION_MARGIN = 0.04  # |ln duration ratio| a steered pair should clear (~4 %)
 PITCH_MARGIN_ST = 0.5
+RANGE_MARGIN = 0.08  # |ln pitch-range ratio|
 WIDEN_RATE = 0.08  # extra ln rate apart per regeneration for a pair below the pass mark
 WIDEN_PITCH_ST = 1.0
+WIDEN_RANGE = 0.15
 CONTEXT_TURNS = (1, 2, 3, 5)
 
 
@@ -71,20 +79,30 @@ def next_controls(high: ClipFeatures, low: ClipFeatures, controls: tuple[Control
 
     A pair that passes is rendered again only to meet a steerable target it
     misses (by the margin); a pair below the pass mark is pushed further apart
-    along its targets. Duration goes as 1/rate, so the clip that should be
-    longer is slowed and the other sped up, half the correction each.
+    along its targets. Each correction is split between the two clips (half
+    each): rate for duration (which goes as 1/rate), the pitch parameter for
+    mean pitch, the range factor for pitch range.
     """
-    rate = [math.log(controls[0].rate), math.log(controls[1].rate)]
+    log_values = {"rate": [math.log(c.rate) for c in controls], "range": [math.log(c.range) for c in controls]}
     pitch = [controls[0].pitch, controls[1].pitch]
     changed = False
     if "rate" in tts.controls and targets.get("duration"):
         sign = targets["duration"]
         gap = sign * math.log(max(high.duration_s, 1e-3) / max(low.duration_s, 1e-3))
         push = max(0.0, DURATION_MARGIN - gap) + (0.0 if passed else WIDEN_RATE)
-        if push > 0:
-            rate[0] -= sign * push / 2
-            rate[1] += sign * push / 2
+        if push > 0:  # duration goes as 1/rate
+            log_values["rate"][0] -= sign * push / 2
+            log_values["rate"][1] += sign * push / 2
             changed = True
+    if "range" in tts.controls and targets.get("pitch_range"):
+        sign = targets["pitch_range"]
+        if high.pitch_range_st > 0 and low.pitch_range_st > 0:
+            gap = sign * math.log(high.pitch_range_st / low.pitch_range_st)
+            push = max(0.0, RANGE_MARGIN - gap) + (0.0 if passed else WIDEN_RANGE)
+            if push > 0:
+                log_values["range"][0] += sign * push / 2
+                log_values["range"][1] -= sign * push / 2
+                changed = True
     if "pitch" in tts.controls and targets.get("pitch"):
         sign = targets["pitch"]
         gap = sign * (high.pitch_semitones - low.pitch_semitones)
@@ -97,44 +115,60 @@ def next_controls(high: ClipFeatures, low: ClipFeatures, controls: tuple[Control
     if not changed:
         # Nothing to steer: a fresh rendering helps only an engine that does not repeat itself.
         return None if passed or getattr(tts, "deterministic", True) else controls
-    low_rate, high_rate = RATE_LIMITS
-    clamped = [min(high_rate, max(low_rate, math.exp(r))) for r in rate]
-    new = (Controls(clamped[0], pitch[0]), Controls(clamped[1], pitch[1]))
+
+    def limited(value: float, limits: tuple[float, float]) -> float:
+        return min(limits[1], max(limits[0], math.exp(value)))
+
+    new = tuple(Controls(limited(log_values["rate"][i], RATE_LIMITS), pitch[i], 0.0, limited(log_values["range"][i], RANGE_LIMITS))
+                for i in (0, 1))
     return None if new == controls else new
+
+
+class Renderer:
+    """Renders one dialogue's lines with fixed voices, measuring (cached) and storing every clip under the work folder."""
+
+    def __init__(self, item: Item, dialogue: dict, voices: tuple[str, str], tts, cache: FeatureCache, work_dir: Path):
+        self.item, self.tts, self.cache, self.work_dir = item, tts, cache, work_dir
+        self.audio_dir = work_dir / "audio" / item.item_id
+        self.lines = {t["sentence_number"]: t["text"] for t in dialogue["conversation"]}
+        self.voice = {n: voices[0] if n % 2 else voices[1] for n in range(1, 7)}
+
+    def clip(self, name: str, turn: int, tone: str, controls: Controls) -> dict:
+        speech = self.tts.synthesize(self.lines[turn], tone, self.voice[turn], controls)
+        features = self.cache.get(speech.data, name=f"{self.item.item_id}/{name}")
+        return _clip_record(name, speech, features, controls, self.audio_dir, self.work_dir)
+
+    def pair(self, turn: int, tones: tuple[str, str], controls: tuple[Controls, Controls], tag: str,
+             constants: ContrastConstants) -> tuple[dict, ClipFeatures, ClipFeatures]:
+        """One candidate rendering of a test pair: (record, resonant features, dissonant features)."""
+        high = self.clip(f"t{turn}_high_{tag}", turn, tones[0], controls[0])
+        low = self.clip(f"t{turn}_low_{tag}", turn, tones[1], controls[1])
+        fh, fl = ClipFeatures.from_dict(high["features"]), ClipFeatures.from_dict(low["features"])
+        result = contrast_score(fh, fl, constants)
+        return {"high": high, "low": low, "contrast": round(result.score, 4), "passed": result.passed}, fh, fl
 
 
 def render_item(item: Item, scenario: dict, dialogue: dict, tones: dict, verdict: dict, tts, cache: FeatureCache, work_dir: Path,
                 config: SpeechConfig) -> dict:
     """Render one dialogue's clips and test-pair candidates; raises RejectedSpeech when a test turn cannot pass."""
-    audio_dir = work_dir / "audio" / item.item_id
     voices = tts.voices(scenario, stable_seed("voices", item.seed))
-    lines = {t["sentence_number"]: t["text"] for t in dialogue["conversation"]}
-    speaker_voice = {n: voices[0] if n % 2 else voices[1] for n in range(1, 7)}
-
-    def render(name: str, turn: int, tone: str, controls: Controls) -> dict:
-        speech = tts.synthesize(lines[turn], tone, speaker_voice[turn], controls)
-        features = cache.get(speech.data, name=f"{item.item_id}/{name}")
-        return _clip_record(name, speech, features, controls, audio_dir, work_dir)
-
+    renderer = Renderer(item, dialogue, voices, tts, cache, work_dir)
     clips = {}
     for turn in CONTEXT_TURNS:
-        clips[str(turn)] = {**render(f"t{turn}", turn, tones["context"][f"turn{turn}"], Controls()), "tone": tones["context"][f"turn{turn}"]}
+        tone = tones["context"][f"turn{turn}"]
+        clips[str(turn)] = {**renderer.clip(f"t{turn}", turn, tone, Controls()), "tone": tone}
     pairs, problems = {}, []
     for turn in (4, 6):
-        high_tone, low_tone = verdict[f"turn{turn}"]["high"], verdict[f"turn{turn}"]["low"]
-        targets = item.targets.get(turn, {})
+        pair_tones = (verdict[f"turn{turn}"]["high"], verdict[f"turn{turn}"]["low"])
         controls: tuple[Controls, Controls] | None = (Controls(), Controls())
         candidates = []
         for attempt in range(1, config.max_syntheses + 1):
-            high = render(f"t{turn}_high_{attempt}", turn, high_tone, controls[0])
-            low = render(f"t{turn}_low_{attempt}", turn, low_tone, controls[1])
-            fh, fl = ClipFeatures.from_dict(high["features"]), ClipFeatures.from_dict(low["features"])
-            result = contrast_score(fh, fl, config.constants)
-            candidates.append({"high": high, "low": low, "contrast": round(result.score, 4), "passed": result.passed})
-            controls = next_controls(fh, fl, controls, targets, result.passed, tts)
+            candidate, fh, fl = renderer.pair(turn, pair_tones, controls, str(attempt), config.constants)
+            candidates.append(candidate)
+            controls = next_controls(fh, fl, controls, item.targets.get(turn, {}), candidate["passed"], tts)
             if controls is None:
                 break
-        pairs[str(turn)] = {"high_tone": high_tone, "low_tone": low_tone, "low_type": verdict[f"turn{turn}"].get("low_type"),
+        pairs[str(turn)] = {"high_tone": pair_tones[0], "low_tone": pair_tones[1], "low_type": verdict[f"turn{turn}"].get("low_type"),
                             "candidates": candidates}
         if not any(c["passed"] for c in candidates):
             best = max(c["contrast"] for c in candidates)
@@ -144,6 +178,48 @@ def render_item(item: Item, scenario: dict, dialogue: dict, tones: dict, verdict
     if problems:
         raise RejectedSpeech(problems, output)
     return output
+
+
+# audit feature -> the steerable target attribute behind it
+STEERABLE = {"duration_s": ("duration", "rate"), "pitch_hz": ("pitch", "pitch"), "pitch_range_st": ("pitch_range", "range")}
+
+
+def add_counter_renderings(work_dir: Path, items: dict[str, Item], pair_sides: dict[tuple[str, int], float], feature: str, tts,
+                           cache: FeatureCache, *, seed: int, config: SpeechConfig = SpeechConfig()) -> int:
+    """One more rendering, steered the other way, for enough pairs on the majority side of `feature`; returns how many.
+
+    `pair_sides` maps (item_id, turn) to 1.0 when the selected resonant clip is the larger on `feature`
+    (0.0 smaller, 0.5 undecided). The new candidates join the speech records, so the next selection can flip them.
+    """
+    if feature not in STEERABLE or STEERABLE[feature][1] not in tts.controls or not pair_sides:
+        return 0
+    attribute = STEERABLE[feature][0]
+    share = sum(pair_sides.values()) / len(pair_sides)
+    majority = 1.0 if share > 0.5 else 0.0
+    needed = math.ceil(abs(share - 0.5) * len(pair_sides)) + 1
+    keys = sorted(k for k, side in pair_sides.items() if side == majority)
+    random.Random(stable_seed("counter", seed, feature)).shuffle(keys)
+    store = StageStore(work_dir, "speech")
+    records = store.load()
+    dialogues = {item_id: r["output"] for item_id, r in StageStore(work_dir, "dialogue").load().items() if r.get("status") == OK}
+    done = 0
+    for item_id, turn in keys[: 2 * needed]:  # some renderings will not flip: try twice as many as needed
+        record = records[item_id]
+        output = record["output"]
+        pair = output["pairs"][str(turn)]
+        last = pair["candidates"][-1]
+        fh, fl = ClipFeatures.from_dict(last["high"]["features"]), ClipFeatures.from_dict(last["low"]["features"])
+        controls = (Controls.from_dict(last["high"]["controls"]), Controls.from_dict(last["low"]["controls"]))
+        flipped = next_controls(fh, fl, controls, {attribute: -1 if majority else +1}, True, tts)
+        if flipped is None:
+            continue
+        renderer = Renderer(items[item_id], dialogues[item_id], tuple(output["voices"]), tts, cache, work_dir)
+        candidate, _, _ = renderer.pair(turn, (pair["high_tone"], pair["low_tone"]), flipped, f"c{len(pair['candidates']) + 1}",
+                                        config.constants)
+        pair["candidates"].append(candidate)
+        store.append({**record, "time": record["time"]})  # the same record, one candidate more (the last record wins)
+        done += 1
+    return done
 
 
 class RejectedSpeech(Exception):

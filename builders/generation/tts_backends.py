@@ -32,29 +32,33 @@ from speecheq_dataset.audio import encode_wav
 logger = logging.getLogger(__name__)
 
 RATE_LIMITS = (0.6, 1.6)
+RANGE_LIMITS = (0.4, 2.5)
 MAX_ATTENUATION_DB = -12.0
 
 
 @dataclass(frozen=True)
 class Controls:
-    """Synthesis-time controls of one clip: rate factor (>1 faster), pitch offset (engine units), plain gain (<= 0 dB)."""
+    """Synthesis-time controls of one clip: rate factor (>1 faster), pitch offset (engine units), pitch-range factor, plain gain (<= 0 dB)."""
 
     rate: float = 1.0
     pitch: float = 0.0
     gain_db: float = 0.0
+    range: float = 1.0
 
     def __post_init__(self):
         if not RATE_LIMITS[0] <= self.rate <= RATE_LIMITS[1]:
             raise ValueError(f"rate factor {self.rate} outside {RATE_LIMITS}")
+        if not RANGE_LIMITS[0] <= self.range <= RANGE_LIMITS[1]:
+            raise ValueError(f"pitch-range factor {self.range} outside {RANGE_LIMITS}")
         if not MAX_ATTENUATION_DB <= self.gain_db <= 0:
             raise ValueError(f"gain {self.gain_db} dB outside [{MAX_ATTENUATION_DB}, 0] (attenuation only)")
 
     def as_dict(self) -> dict:
-        return {"rate": round(self.rate, 4), "pitch": round(self.pitch, 3), "gain_db": round(self.gain_db, 3)}
+        return {"rate": round(self.rate, 4), "pitch": round(self.pitch, 3), "gain_db": round(self.gain_db, 3), "range": round(self.range, 4)}
 
     @classmethod
     def from_dict(cls, data: dict) -> Controls:
-        return cls(float(data.get("rate", 1.0)), float(data.get("pitch", 0.0)), float(data.get("gain_db", 0.0)))
+        return cls(float(data.get("rate", 1.0)), float(data.get("pitch", 0.0)), float(data.get("gain_db", 0.0)), float(data.get("range", 1.0)))
 
 
 NEUTRAL_CONTROLS = Controls()
@@ -89,7 +93,7 @@ class TtsBackend:
     """The interface of a TTS backend (subclass it, or provide the same attributes and methods)."""
 
     name = "base"
-    controls: frozenset[str] = frozenset()  # which of "rate", "pitch" the engine honours
+    controls: frozenset[str] = frozenset()  # which of "rate", "pitch", "range" the engine honours
     pitch_unit_semitones = 0.0  # semitones per unit of Controls.pitch (0: no pitch control)
     concurrency = 1
     deterministic = True  # same input, same audio (a re-rendering with the same controls changes nothing)
@@ -109,10 +113,10 @@ class TtsBackend:
 
 
 class EspeakTts(TtsBackend):
-    """espeak-ng offline: the tone words map to prosody (speecheq_dataset.tts); rate and pitch are its own -s and -p."""
+    """espeak-ng offline: the tone words map to prosody (speecheq_dataset.tts); rate, pitch and range are its own -s, -p and SSML range."""
 
     name = "espeak"
-    controls = frozenset({"rate", "pitch"})
+    controls = frozenset({"rate", "pitch", "range"})
     pitch_unit_semitones = 0.15  # measured: -p 30..70 spans ~6 st on en-us voices
     concurrency = 3
 
@@ -122,7 +126,8 @@ class EspeakTts(TtsBackend):
 
     def synthesize(self, text: str, instruction: str, voice: str, controls: Controls = NEUTRAL_CONTROLS) -> Speech:
         base = espeak.prosody_for(instruction)
-        prosody = replace(base, rate=int(round(base.rate * controls.rate)), pitch=int(round(base.pitch + controls.pitch)))
+        prosody = replace(base, rate=int(round(base.rate * controls.rate)), pitch=int(round(base.pitch + controls.pitch)),
+                          pitch_range=int(round(base.pitch_range * controls.range)))
         return Speech(espeak.render(text, prosody, voice), "wav")
 
     def describe(self) -> dict:
