@@ -38,12 +38,12 @@ MAX_ATTENUATION_DB = -12.0
 
 @dataclass(frozen=True)
 class Controls:
-    """Synthesis-time controls of one clip: rate factor (>1 faster), pitch offset (engine units), pitch-range factor, plain gain (<= 0 dB)."""
+    """Synthesis-time controls of one clip (an engine honours those in its `controls`; the gain is the pipeline's)."""
 
-    rate: float = 1.0
-    pitch: float = 0.0
-    gain_db: float = 0.0
-    range: float = 1.0
+    rate: float = 1.0  # speaking-rate factor, > 1 faster
+    pitch: float = 0.0  # pitch offset in the engine's own units (pitch_unit_semitones each)
+    gain_db: float = 0.0  # plain gain after synthesis, attenuation only
+    range: float = 1.0  # pitch-range factor, > 1 wider
 
     def __post_init__(self):
         if not RATE_LIMITS[0] <= self.rate <= RATE_LIMITS[1]:
