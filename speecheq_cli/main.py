@@ -15,6 +15,11 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("speecheq_cli.demo", "main", "offline main job on the embedded sample (no GPU, network or weights)"),
     "dataset": ("builders.cli", "main", "build, sample, and push the SpeechEQ dataset"),
     "metric": ("builders.metric_space", "main", "publish the metric module as a Hub Space"),
+    "generate": ("builders.generation.cli", "main", "generate new dialogues: scenario -> dialogue -> tones -> filter -> speech"),
+    "validate": ("builders.validate", "main", "acoustic contrast of every test pair of a raw folder (and the oracle check)"),
+    "audit": ("builders.audit", "main", "shortcut audit: accuracy of single-feature delivery rules"),
+    "human-check": ("builders.human_check", "main", "export / import the human-check annotation sheet (Cohen's kappa)"),
+    "publish": ("builders.publish", "main", "validate, export and push a generated folder (dry run by default)"),
     "eval": ("eval_scripts.run", "main", "run a model on the benchmark (same as eval_scripts/run.py)"),
     "report": ("eval_scripts.report", "main", "leaderboard and figures from several runs"),
 }
@@ -22,7 +27,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
 
 def _usage() -> str:
     lines = ["usage: speecheq COMMAND [ARGS...]", "", "commands:"]
-    lines += [f"  {name:<9} {help_}" for name, (_, _, help_) in SUBCOMMANDS.items()]
+    lines += [f"  {name:<11} {help_}" for name, (_, _, help_) in SUBCOMMANDS.items()]
     lines += ["", "Run `speecheq COMMAND --help` for a command's options."]
     return "\n".join(lines)
 

@@ -12,6 +12,8 @@ are measured alike):
 - pitch_hz: log-domain mean F0 (geometric mean over voiced frames), from
   librosa.yin with a periodicity check for voicing; NaN when nothing is voiced;
   pitch_semitones is the same value in semitones re 440 Hz;
+- pitch_range_st: spread of F0 over the voiced frames, 90th minus 10th
+  percentile in semitones (NaN when fewer than PITCH_RANGE_MIN_FRAMES are voiced);
 - rms_db: RMS level of the trimmed clip in dB re full scale (floored);
 - zcr: mean frame zero-crossing rate (a speaking-rate / noisiness proxy);
 - centroid_hz: mean spectral centroid;
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -41,6 +43,11 @@ DB_FLOOR = -100.0
 N_MFCC = 12
 N_MELS = 40  # the usual speech filterbank for MFCCs (and 3x cheaper than librosa's 128)
 PITCH_REFERENCE_HZ = 440.0
+PITCH_RANGE_PERCENTILES = (10.0, 90.0)
+PITCH_RANGE_MIN_FRAMES = 5
+PITCH_TRACKERS = ("yin", "pyin")  # pyin only for comparison: ~15x slower (SPEC §4)
+# Names the feature definitions above; caches of features are keyed by it, so bump it on any change.
+FEATURES_VERSION = "clip_features_v2"
 
 # Floors for log ratios, so that silent clips give finite gaps.
 _RATIO_FLOORS = {"duration_s": 1e-3, "zcr": 1e-4, "centroid_hz": 1.0}
@@ -57,6 +64,7 @@ class ClipFeatures:
     zcr: float
     centroid_hz: float
     mfcc: tuple[float, ...]
+    pitch_range_st: float = float("nan")
 
     @property
     def pitch_semitones(self) -> float:
@@ -68,10 +76,36 @@ class ClipFeatures:
         out = asdict(self)
         out["mfcc"] = list(self.mfcc)
         out["pitch_semitones"] = self.pitch_semitones
-        for key in ("pitch_hz", "pitch_semitones"):
+        for key in ("pitch_hz", "pitch_semitones", "pitch_range_st"):
             if not math.isfinite(out[key]):
                 out[key] = None
         return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ClipFeatures:
+        """The inverse of as_dict (None pitch values become NaN)."""
+        nan = float("nan")
+        return cls(
+            duration_s=float(data["duration_s"]),
+            pitch_hz=nan if data.get("pitch_hz") is None else float(data["pitch_hz"]),
+            voiced_fraction=float(data["voiced_fraction"]),
+            rms_db=float(data["rms_db"]),
+            zcr=float(data["zcr"]),
+            centroid_hz=float(data["centroid_hz"]),
+            mfcc=tuple(float(v) for v in data["mfcc"]),
+            pitch_range_st=nan if data.get("pitch_range_st") is None else float(data["pitch_range_st"]),
+        )
+
+    def with_gain(self, gain_db: float) -> ClipFeatures:
+        """The features of this clip scaled by a plain gain of `gain_db` <= 0 dB.
+
+        Exact for attenuation: every other feature is either scale-free (pitch,
+        ZCR, centroid, MFCC 1-12) or measured relative to the clip's own peak
+        (trimming, voicing), so only the level moves.
+        """
+        if gain_db > 0:
+            raise ValueError(f"with_gain: only attenuation is exact (a boost may clip), got {gain_db} dB")
+        return replace(self, rms_db=max(DB_FLOOR, self.rms_db + gain_db))
 
 
 @dataclass(frozen=True)
@@ -156,13 +190,35 @@ def trim_silence(array: np.ndarray, sampling_rate: int, top_db: float = TRIM_TOP
     return trimmed
 
 
-def _voiced_pitch(samples: np.ndarray) -> tuple[float, float]:
-    """(log-domain mean F0 over voiced frames, voiced fraction) of ANALYSIS_SR samples at least FRAME_LENGTH long."""
+def _voiced_pitch(samples: np.ndarray, tracker: str = "yin") -> tuple[float, float, float]:
+    """(log-domain mean F0, voiced fraction, F0 range in semitones) of ANALYSIS_SR samples at least FRAME_LENGTH long."""
     import librosa
 
-    f0 = librosa.yin(samples, fmin=PITCH_FMIN_HZ, fmax=PITCH_FMAX_HZ, sr=ANALYSIS_SR, frame_length=FRAME_LENGTH, hop_length=HOP_LENGTH)
-    # yin always returns a period, even for noise or silence; a frame counts as
-    # voiced only when the signal really repeats at that period and is not near-silent.
+    if tracker == "pyin":
+        f0, voiced, _ = librosa.pyin(samples, fmin=PITCH_FMIN_HZ, fmax=PITCH_FMAX_HZ, sr=ANALYSIS_SR, frame_length=FRAME_LENGTH,
+                                     hop_length=HOP_LENGTH)
+        voiced = voiced & np.isfinite(f0)
+    elif tracker == "yin":
+        f0 = librosa.yin(samples, fmin=PITCH_FMIN_HZ, fmax=PITCH_FMAX_HZ, sr=ANALYSIS_SR, frame_length=FRAME_LENGTH,
+                         hop_length=HOP_LENGTH)
+        voiced = _yin_voicing(samples, f0)
+    else:
+        raise ValueError(f"unknown pitch tracker {tracker!r}; known: {', '.join(PITCH_TRACKERS)}")
+    if not voiced.any():
+        return float("nan"), 0.0, float("nan")
+    log_f0 = np.log(f0[voiced])
+    spread = float("nan")
+    if log_f0.size >= PITCH_RANGE_MIN_FRAMES:
+        low, high = np.percentile(log_f0, PITCH_RANGE_PERCENTILES)
+        spread = float((high - low) * 12.0 / math.log(2.0))
+    return float(np.exp(np.mean(log_f0))), float(voiced.mean()), spread
+
+
+def _yin_voicing(samples: np.ndarray, f0: np.ndarray) -> np.ndarray:
+    """Which yin frames are voiced: the signal really repeats at the yin period and is not near-silent."""
+    import librosa
+
+    # yin always returns a period, even for noise or silence.
     padded = np.pad(samples, FRAME_LENGTH // 2)
     frames = librosa.util.frame(padded.astype(np.float64), frame_length=FRAME_LENGTH, hop_length=HOP_LENGTH)[:, : len(f0)]
     energy = np.sqrt(np.mean(frames**2, axis=0))
@@ -174,9 +230,7 @@ def _voiced_pitch(samples: np.ndarray) -> tuple[float, float]:
         b = frames[lag:, t]
         denom = math.sqrt(float(a @ a) * float(b @ b))
         voiced[t] = denom > 0 and float(a @ b) / denom >= VOICING_MIN_CORRELATION
-    if not voiced.any():
-        return float("nan"), 0.0
-    return float(np.exp(np.mean(np.log(f0[voiced])))), float(voiced.mean())
+    return voiced
 
 
 @functools.lru_cache(maxsize=1)
@@ -186,8 +240,8 @@ def _mel_basis() -> np.ndarray:
     return librosa.filters.mel(sr=ANALYSIS_SR, n_fft=FRAME_LENGTH, n_mels=N_MELS).astype(np.float32)
 
 
-def clip_features(array: np.ndarray, sampling_rate: int) -> ClipFeatures:
-    """Delivery features of one clip (trimmed, at ANALYSIS_SR)."""
+def clip_features(array: np.ndarray, sampling_rate: int, *, pitch_tracker: str = "yin") -> ClipFeatures:
+    """Delivery features of one clip (trimmed, at ANALYSIS_SR); `pitch_tracker="pyin"` only to compare trackers."""
     import librosa
 
     samples = trim_silence(_prepare(array, sampling_rate), ANALYSIS_SR)
@@ -198,7 +252,7 @@ def clip_features(array: np.ndarray, sampling_rate: int) -> ClipFeatures:
     rms_db = max(DB_FLOOR, 20.0 * math.log10(rms)) if rms > 0 else DB_FLOOR
     # Clips shorter than one analysis frame are zero-padded to one (pitch, ZCR and spectrum alike).
     analysed = samples if samples.size >= FRAME_LENGTH else np.pad(samples, (0, FRAME_LENGTH - samples.size))
-    pitch_hz, voiced_fraction = _voiced_pitch(analysed)
+    pitch_hz, voiced_fraction, pitch_range = _voiced_pitch(analysed, pitch_tracker)
     zcr = float(librosa.feature.zero_crossing_rate(analysed, frame_length=FRAME_LENGTH, hop_length=HOP_LENGTH).mean())
     spectrum = np.abs(librosa.stft(analysed, n_fft=FRAME_LENGTH, hop_length=HOP_LENGTH))
     centroid = float(librosa.feature.spectral_centroid(S=spectrum, sr=ANALYSIS_SR).mean())
@@ -212,6 +266,7 @@ def clip_features(array: np.ndarray, sampling_rate: int) -> ClipFeatures:
         zcr=zcr,
         centroid_hz=centroid,
         mfcc=tuple(float(v) for v in mfcc),
+        pitch_range_st=pitch_range,
     )
 
 

@@ -343,8 +343,12 @@ def _clip_duration(folder: Path, path: Path) -> float:
     return len(samples) / sampling_rate
 
 
-def read_dialogue(folder: Path | str) -> RawDialogue:
-    """Validate one `<slug>/<id>/` folder and return it; raises a RawDialogueError naming the fault."""
+def read_dialogue(folder: Path | str, *, decode: bool = True) -> RawDialogue:
+    """Validate one `<slug>/<id>/` folder and return it; raises a RawDialogueError naming the fault.
+
+    decode=False is for readers that decode every clip themselves anyway (the audit, the human
+    check): no undecodable/empty-content check here, and the durations are NaN.
+    """
     folder = Path(folder)
     metadata = _load_metadata(folder)
     scenario, generation = metadata["scenario"], metadata["generation_metadata"]
@@ -352,7 +356,7 @@ def read_dialogue(folder: Path | str) -> RawDialogue:
     texts = _turn_texts(folder, metadata)
     entries = _clip_entries(folder, metadata, texts)
     clips = _clip_files(folder)
-    durations = tuple(_clip_duration(folder, p) for p in clips)
+    durations = tuple(_clip_duration(folder, p) if decode else float("nan") for p in clips)
 
     valence = _text(folder, "scenario.scenario_valence", scenario.get("scenario_valence"), optional=True)
     if valence is not None:

@@ -164,11 +164,16 @@ def espeak_command(text: str, prosody: Prosody, voice: str, wav_path: Path | str
 
 def synthesize(text: str, tone: str, voice: str) -> bytes:
     """WAV bytes of `text` spoken with the prosody of the tone instruction."""
+    return render(text, prosody_for(tone), voice)
+
+
+def render(text: str, prosody: Prosody, voice: str) -> bytes:
+    """WAV bytes of `text` spoken by espeak-ng `voice` with these prosody settings (clamped to espeak's ranges)."""
     if not espeak_available():
         raise RuntimeError(f"{ESPEAK} not found on PATH: install it (Debian: apt-get install espeak-ng)")
     with tempfile.TemporaryDirectory(prefix="speecheq-tts-") as tmp:
         wav = Path(tmp) / "clip.wav"
-        command = espeak_command(text, prosody_for(tone), voice, wav)
+        command = espeak_command(text, prosody.clamped(), voice, wav)
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
         if done.returncode != 0 or not wav.is_file() or wav.stat().st_size <= 44:
             raise RuntimeError(f"{ESPEAK} failed for voice {voice!r}, text {text[:40]!r}: {done.stderr.strip()}")
