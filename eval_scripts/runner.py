@@ -261,6 +261,7 @@ def round_entry(query: ChoiceQuery, mode: str, output: ModelOutput, compute_s: f
         "output_tokens": output.output_tokens,
         "cost_usd": output.cost_usd,
         "error": output.error,
+        "details": output.details,
     }
 
 
