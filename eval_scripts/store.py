@@ -66,6 +66,17 @@ def read_shards(run_dir: Path) -> list[dict]:
     return records
 
 
+def latest_records(records: Iterable[dict], ids: Iterable[str]) -> dict[str, dict]:
+    """Per known id, the record that stands: a later one replaces an earlier one, except that a failure never replaces a success."""
+    known = set(ids)
+    kept: dict[str, dict] = {}
+    for record in records:
+        key = record["id"]
+        if key in known and (record["status"] == "ok" or kept.get(key, {}).get("status") != "ok"):
+            kept[key] = record
+    return kept
+
+
 def read_samples(run_dir: Path) -> list[dict]:
     """The dialogue records of a finished run's samples.jsonl, in dataset order."""
     path = Path(run_dir) / SAMPLES_FILE

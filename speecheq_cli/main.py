@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "metric": ("builders.metric_space", "main", "publish the metric module as a Hub Space"),
     "eval": ("eval_scripts.run", "main", "run a model on the benchmark (same as eval_scripts/run.py)"),
     "report": ("eval_scripts.report", "main", "leaderboard and figures from several runs"),
+    "respond": ("eval_scripts.respond", "main", "generative track: a speech-output model answers; ERS of its replies"),
 }
 
 
