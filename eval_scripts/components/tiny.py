@@ -60,8 +60,11 @@ def _whisper_tokenizer():
     return tokenizer
 
 
-def build_tiny_whisper(seed: int = 0) -> TinyModel:
-    """WhisperForConditionalGeneration (80 mel bins, d_model 64, 2 + 2 layers) with an English/transcribe prompt."""
+def build_tiny_whisper(seed: int = 0, **dims) -> TinyModel:
+    """WhisperForConditionalGeneration (80 mel bins, d_model 64, 2 + 2 layers) with an English/transcribe prompt.
+
+    `dims` override the WhisperConfig sizes (the benchmark builds the architecture of a released size this way).
+    """
     import copy
 
     from transformers import WhisperConfig
@@ -78,6 +81,7 @@ def build_tiny_whisper(seed: int = 0) -> TinyModel:
         pad_token_id=eot, bos_token_id=eot, eos_token_id=eot, decoder_start_token_id=ids["<|startoftranscript|>"],
         suppress_tokens=[], begin_suppress_tokens=[eot], init_std=_INIT_RANGE,
     )
+    config.update(dims)
     model = seeded_init(WhisperForConditionalGeneration, config, seed)
     generation = model.generation_config
     generation.lang_to_id = {"<|en|>": ids["<|en|>"]}

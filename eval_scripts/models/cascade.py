@@ -9,8 +9,9 @@ gets the runner's own prompt with each clip replaced by that rendering:
 A short note added to the system prompt says what the bracketed renderings are.
 So the cascade shows what is lost when speech becomes words plus emotion numbers.
 
-Transcripts and V/A/D values are cached per clip by a hash of its samples
-(eval_scripts/components/cache.py), on disk under $SPEECHEQ_CACHE/clips or
+Transcripts and V/A/D values are cached per clip by a hash of its samples at
+the file's own rate (eval_scripts/components/cache.py; a clip is resampled to
+16 kHz only when it is not cached), on disk under $SPEECHEQ_CACHE/clips or
 <HF_HOME>/speecheq/clips: the other variant, repeated runs, personas and seeds
 reuse them. Each round's `details` in samples.jsonl lists the clips the LLM was
 given, in prompt order, with transcript and V/A/D (and the tone words for `emo_des`).
@@ -71,7 +72,9 @@ class CascadeModel(ChoiceModel):
     """Whisper -> audeering V/A/D -> text LLM (see the module docstring)."""
 
     name = "cascade"
-    sampling_rate = SAMPLING_RATE
+    # Clips arrive at their files' own rate and are keyed by those samples; only a clip missing from the
+    # cache is resampled to the components' 16 kHz, so a cached run skips resampling (half its decoding cost).
+    sampling_rate = None
 
     def __init__(
         self,
@@ -136,25 +139,24 @@ class CascadeModel(ChoiceModel):
         """Transcript and V/A/D of each clip (from the cache, else computed and stored), in input order."""
         from eval_scripts.components.tones import tone_words
 
+        from speecheq_dataset.audio import resample
+
         with self._lock:
             began = time.perf_counter()
-            for clip in clips:
-                if clip.sampling_rate != SAMPLING_RATE:
-                    raise ValueError(f"cascade: clip {clip.column} is at {clip.sampling_rate} Hz, the components need {SAMPLING_RATE}")
             digests = [self._digest(c) for c in clips]
-            arrays = dict(zip(digests, (c.array for c in clips)))
-            found_asr = {d: self.asr_cache.get(d) for d in arrays}
-            missing = [d for d, v in found_asr.items() if v is None]
-            if missing:
-                for d, text in zip(missing, self.asr.transcribe([arrays[d] for d in missing])):
-                    found_asr[d] = {"transcript": text}
-                    self.asr_cache.put(d, found_asr[d])
-            found_ser = {d: self.ser_cache.get(d) for d in arrays}
-            missing = [d for d, v in found_ser.items() if v is None]
-            if missing:
-                for d, vad in zip(missing, self.ser.predict([arrays[d] for d in missing])):
-                    found_ser[d] = vad
-                    self.ser_cache.put(d, vad)
+            by_digest = dict(zip(digests, clips))
+            found_asr = {d: self.asr_cache.get(d) for d in by_digest}
+            found_ser = {d: self.ser_cache.get(d) for d in by_digest}
+            missing = [d for d in by_digest if found_asr[d] is None or found_ser[d] is None]
+            audio = {d: resample(by_digest[d].array, by_digest[d].sampling_rate, SAMPLING_RATE) for d in missing}
+            need = [d for d in missing if found_asr[d] is None]
+            for d, text in zip(need, self.asr.transcribe([audio[d] for d in need]) if need else []):
+                found_asr[d] = {"transcript": text}
+                self.asr_cache.put(d, found_asr[d])
+            need = [d for d in missing if found_ser[d] is None]
+            for d, vad in zip(need, self.ser.predict([audio[d] for d in need]) if need else []):
+                found_ser[d] = vad
+                self.ser_cache.put(d, vad)
             self.front_end_s += time.perf_counter() - began
         out = []
         for clip, d in zip(clips, digests):
@@ -168,7 +170,7 @@ class CascadeModel(ChoiceModel):
 
     def prepare_clips(self, clips: list[Clip]) -> None:
         """Transcribe and rate a dialogue's clips ahead of its queries (the runner's loader thread)."""
-        self.analyse([c for c in clips if c.sampling_rate == SAMPLING_RATE])
+        self.analyse(clips)
 
     # -------------------------------------------------------------- prompts
 
