@@ -49,24 +49,17 @@ class WhisperTranscriber:
         if max_new_tokens is None:
             max_new_tokens = TINY_MAX_NEW_TOKENS if pretrained == TINY else DEFAULT_MAX_NEW_TOKENS
         self.max_new_tokens = int(max_new_tokens)
-        if pretrained == TINY:
-            from eval_scripts.components.tiny import build_tiny_whisper
+        from eval_scripts.components.tiny import build_tiny_whisper
+        from eval_scripts.components.tiny import load_component
 
-            tiny = build_tiny_whisper(seed=seed)
-            self.model, self.processor, self._tiny = tiny.model, tiny.processor, tiny.description
-        else:
+        def load(name: str):
             from transformers import AutoProcessor
             from transformers import WhisperForConditionalGeneration
 
-            logger.info("loading Whisper from %s", pretrained)
-            self.processor = AutoProcessor.from_pretrained(pretrained)
-            self.model = WhisperForConditionalGeneration.from_pretrained(pretrained, dtype=dtype or "auto").eval()
-            self._tiny = None
-        if device is None:
-            from accelerate import PartialState
+            logger.info("loading Whisper from %s", name)
+            return WhisperForConditionalGeneration.from_pretrained(name, dtype=dtype or "auto"), AutoProcessor.from_pretrained(name)
 
-            device = PartialState().device
-        self.model.to(device)
+        self.model, self.processor, self._tiny = load_component(pretrained, tiny=build_tiny_whisper, load=load, seed=seed, device=device)
         self.dtype = next(self.model.parameters()).dtype
 
     def describe(self) -> dict:

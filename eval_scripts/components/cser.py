@@ -30,7 +30,6 @@ from eval_scripts.components.vad import SAMPLING_RATE
 from eval_scripts.components.vad import VadExtractor
 from eval_scripts.components.vad import VadTrajectory
 from eval_scripts.components.vad import second_bounds
-from eval_scripts.models.tiny import TINY
 
 logger = logging.getLogger(__name__)
 
@@ -177,20 +176,13 @@ class CserVad(VadExtractor):
             raise ValueError("the cser extractor needs pretrained=FOLDER (train one with eval_scripts/train_cser.py) or tiny-random")
         self.pretrained = pretrained
         self.batch_size = max(1, int(batch_size))
-        if pretrained == TINY:
-            from eval_scripts.components.tiny import build_tiny_cser
+        from eval_scripts.components.tiny import build_tiny_cser
+        from eval_scripts.components.tiny import load_component
 
-            tiny = build_tiny_cser(seed=seed)
-            self.model, self.feature_extractor, self._tiny = tiny.model, tiny.processor, tiny.description
-        else:
-            self.model = CSERModel.from_pretrained(pretrained).eval()
-            self.feature_extractor = AutoFeatureExtractor.from_pretrained(pretrained)
-            self._tiny = None
-        if device is None:
-            from accelerate import PartialState
+        def load(name: str):
+            return CSERModel.from_pretrained(name), AutoFeatureExtractor.from_pretrained(name)
 
-            device = PartialState().device
-        self.model.to(device)
+        self.model, self.feature_extractor, self._tiny = load_component(pretrained, tiny=build_tiny_cser, load=load, seed=seed, device=device)
         self.columns = label_columns(self.model.config.id2label)
 
     def describe(self) -> dict:

@@ -15,7 +15,6 @@ import logging
 import numpy as np
 import torch
 
-from eval_scripts.models.tiny import TINY
 from speecheq_metric.ers import CATEGORICAL_LABELS
 
 logger = logging.getLogger(__name__)
@@ -33,23 +32,17 @@ class EmotionLabeller:
 
     def __init__(self, pretrained: str, *, seed: int = 0, device: str | None = None) -> None:
         self.pretrained = pretrained
-        if pretrained == TINY:
-            from eval_scripts.components.tiny import build_tiny_emotion_classifier
+        from eval_scripts.components.tiny import build_tiny_emotion_classifier
+        from eval_scripts.components.tiny import load_component
 
-            tiny = build_tiny_emotion_classifier(seed=seed)
-            self.model, self.feature_extractor, self._tiny = tiny.model, tiny.processor, tiny.description
-        else:
+        def load(name: str):
             from transformers import AutoFeatureExtractor
             from transformers import AutoModelForAudioClassification
 
-            self.feature_extractor = AutoFeatureExtractor.from_pretrained(pretrained)
-            self.model = AutoModelForAudioClassification.from_pretrained(pretrained).eval()
-            self._tiny = None
-        if device is None:
-            from accelerate import PartialState
+            return AutoModelForAudioClassification.from_pretrained(name), AutoFeatureExtractor.from_pretrained(name)
 
-            device = PartialState().device
-        self.model.to(device)
+        self.model, self.feature_extractor, self._tiny = load_component(pretrained, tiny=build_tiny_emotion_classifier, load=load,
+                                                                        seed=seed, device=device)
         self.classes = {int(i): LABEL_ALIASES[str(n).strip().lower()] for i, n in self.model.config.id2label.items()
                         if str(n).strip().lower() in LABEL_ALIASES}
         if len(set(self.classes.values())) < 2:

@@ -24,7 +24,6 @@ from transformers import Wav2Vec2Model
 from transformers import Wav2Vec2PreTrainedModel
 from transformers.utils import ModelOutput
 
-from eval_scripts.models.tiny import TINY
 
 logger = logging.getLogger(__name__)
 
@@ -99,23 +98,17 @@ class UtteranceSER:
                  batch_size: int = 16) -> None:
         self.pretrained = pretrained
         self.batch_size = max(1, int(batch_size))
-        if pretrained == TINY:
-            from eval_scripts.components.tiny import build_tiny_vad_regressor
+        from eval_scripts.components.tiny import build_tiny_vad_regressor
+        from eval_scripts.components.tiny import load_component
 
-            tiny = build_tiny_vad_regressor(seed=seed)
-            self.model, self.feature_extractor, self._tiny = tiny.model, tiny.processor, tiny.description
-        else:
+        def load(name: str):
             from transformers import AutoFeatureExtractor
 
-            logger.info("loading the V/A/D regressor from %s", pretrained)
-            self.feature_extractor = AutoFeatureExtractor.from_pretrained(pretrained)
-            self.model = Wav2Vec2ForVadRegression.from_pretrained(pretrained, dtype=dtype or "float32").eval()
-            self._tiny = None
-        if device is None:
-            from accelerate import PartialState
+            logger.info("loading the V/A/D regressor from %s", name)
+            return Wav2Vec2ForVadRegression.from_pretrained(name, dtype=dtype or "float32"), AutoFeatureExtractor.from_pretrained(name)
 
-            device = PartialState().device
-        self.model.to(device)
+        self.model, self.feature_extractor, self._tiny = load_component(pretrained, tiny=build_tiny_vad_regressor, load=load, seed=seed,
+                                                                        device=device)
         self.columns = label_columns(self.model.config.id2label)
 
     def describe(self) -> dict:

@@ -8,7 +8,8 @@
   (OpenAI, or any compatible server with `base_url=`, e.g. vLLM serving Qwen3);
   the key comes from the environment only.
 
-A conversation is a list of `{"role", "content"}` messages with text content.
+A conversation is a list of `{"role", "content"}` messages with text content;
+a reply is a `speecheq_dataset.chat.ChatReply` whichever the backend.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from __future__ import annotations
 import abc
 import logging
 import time
-from dataclasses import dataclass
-
 from eval_scripts.models.tiny import TINY
+from speecheq_dataset.chat import ChatReply
 
 logger = logging.getLogger(__name__)
 
@@ -27,25 +27,13 @@ DEFAULT_MAX_NEW_TOKENS = 512
 TINY_MAX_NEW_TOKENS = 32
 
 
-@dataclass
-class LMReply:
-    """One completion (text None and `error` set when it failed)."""
-
-    text: str | None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    latency_s: float = 0.0
-    cost_usd: float | None = None
-    error: str | None = None
-
-
 class TextLM(abc.ABC):
     """Conversations in, one reply per conversation out, same order."""
 
     supports_logprob: bool = False
 
     @abc.abstractmethod
-    def generate(self, conversations: list[list[dict]], seeds: list[int] | None = None) -> list[LMReply]:
+    def generate(self, conversations: list[list[dict]], seeds: list[int] | None = None) -> list[ChatReply]:
         """Greedy (or the server's) completion of each conversation; `seeds` go to servers that take one per request."""
 
     def score(self, conversations: list[list[dict]], prefix: str, answers: tuple[str, str]) -> list[tuple[float, float]]:
@@ -110,7 +98,7 @@ class HFTextLM(TextLM):
         inputs = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         return {k: v.to(self.model.device) for k, v in inputs.items()}
 
-    def generate(self, conversations: list[list[dict]], seeds: list[int] | None = None) -> list[LMReply]:
+    def generate(self, conversations: list[list[dict]], seeds: list[int] | None = None) -> list[ChatReply]:
         torch = self._torch
         began = time.perf_counter()
         inputs = self._encode(self.prompts(conversations))
@@ -125,18 +113,15 @@ class HFTextLM(TextLM):
             tokens = new[row].tolist()
             ended = next((k for k, tok in enumerate(tokens) if tok in stops), len(tokens))
             text = self.tokenizer.decode(tokens[:ended], skip_special_tokens=True)
-            replies.append(LMReply(text=text, input_tokens=int(inputs["attention_mask"][row].sum()),
+            replies.append(ChatReply(text=text, input_tokens=int(inputs["attention_mask"][row].sum()),
                                    output_tokens=min(ended + 1, len(tokens)), latency_s=elapsed))
         return replies
 
     def score(self, conversations: list[list[dict]], prefix: str, answers: tuple[str, str]) -> list[tuple[float, float]]:
+        from eval_scripts.models.hf_audio_lm import single_token_ids
+
         torch = self._torch
-        ids = []
-        for answer in answers:
-            encoded = self.tokenizer.encode(answer, add_special_tokens=False)
-            if len(encoded) != 1:
-                raise ValueError(f"logprob scoring needs single-token answers; {answer!r} is {len(encoded)} tokens for {self.pretrained}")
-            ids.append(encoded[0])
+        ids = single_token_ids(self.tokenizer, answers, self.pretrained)
         inputs = self._encode(self.prompts(conversations, prefix))
         with torch.inference_mode():
             logits = self.model(**inputs, logits_to_keep=1).logits[:, -1, :].float()
@@ -155,16 +140,13 @@ class EndpointTextLM(TextLM):
     def describe(self) -> dict:
         return {"kind": "openai-compatible", **self.client.describe()}
 
-    def generate(self, conversations: list[list[dict]], seeds: list[int] | None = None) -> list[LMReply]:
+    def generate(self, conversations: list[list[dict]], seeds: list[int] | None = None) -> list[ChatReply]:
         from speecheq_dataset.http_api import map_in_order
 
         seeds = seeds or [None] * len(conversations)
 
-        def one(job):
-            reply = self.client.complete(job[0], seed=job[1], label="cascade llm")
-            return LMReply(reply.text, reply.input_tokens, reply.output_tokens, reply.latency_s, reply.cost_usd, reply.error)
-
-        return map_in_order(one, list(zip(conversations, seeds)), self.client.concurrency)
+        return map_in_order(lambda job: self.client.complete(job[0], seed=job[1], label="cascade llm"), list(zip(conversations, seeds)),
+                            self.client.concurrency)
 
 
 ENDPOINT_OPTIONS = ("base_url", "api_key_env", "concurrency", "max_attempts", "timeout", "temperature", "max_tokens", "price_in",

@@ -221,3 +221,21 @@ def save_tiny_omni_talker(folder, seed: int = 0):
     tiny.processor.feature_extractor.save_pretrained(folder)
     (folder / "chat_template.jinja").write_text(tiny.processor.chat_template, encoding="utf-8")
     return folder
+
+
+def load_component(pretrained: str, *, tiny, load, seed: int = 0, device: str | None = None) -> tuple[object, object, dict | None]:
+    """(model, processor, tiny description or None) of a component, in eval mode on `device` (default: this process's device).
+
+    `tiny(seed)` builds the random-weight model for `tiny-random`; `load(pretrained)` returns (model, processor) otherwise.
+    """
+    if pretrained == TINY:
+        built = tiny(seed=seed)
+        model, processor, description = built.model, built.processor, built.description
+    else:
+        (model, processor), description = load(pretrained), None
+    if device is None:
+        from accelerate import PartialState
+
+        device = PartialState().device
+    model.to(device)
+    return model.eval(), processor, description

@@ -263,6 +263,17 @@ def audio_only_processor(pretrained: str, processor_class_name: str, trust_remot
                            chat_template=template)
 
 
+def single_token_ids(tokenizer, answers: tuple[str, str], model_name: str) -> tuple[int, int]:
+    """The token id of each of two answers; ValueError when one is not a single token (logprob mode compares two tokens)."""
+    ids = []
+    for answer in answers:
+        encoded = tokenizer.encode(answer, add_special_tokens=False)
+        if len(encoded) != 1:
+            raise ValueError(f"logprob mode needs single-token answers; {answer!r} is {len(encoded)} tokens for {model_name}")
+        ids.append(encoded[0])
+    return ids[0], ids[1]
+
+
 def load_audio_processor(pretrained: str, processor_class_name: str = "", trust_remote_code: bool = False):
     """The checkpoint's processor; for an omni family whose full processor cannot load, the audio-only one."""
     from transformers import AutoProcessor
@@ -506,13 +517,7 @@ class HFAudioLM(ChoiceModel):
     def _answer_token_ids(self, answers: tuple[str, str]) -> tuple[int, int]:
         """Token ids of the two answers; each must be a single token (true of digits in Qwen tokenizers)."""
         if answers not in self._answer_ids:
-            ids = []
-            for answer in answers:
-                encoded = self.tokenizer.encode(answer, add_special_tokens=False)
-                if len(encoded) != 1:
-                    raise ValueError(f"logprob mode needs single-token answers; {answer!r} is {len(encoded)} tokens for {self.pretrained}")
-                ids.append(encoded[0])
-            self._answer_ids[answers] = (ids[0], ids[1])
+            self._answer_ids[answers] = single_token_ids(self.tokenizer, answers, self.pretrained)
         return self._answer_ids[answers]
 
     def _eos_ids(self) -> set[int]:
