@@ -279,14 +279,3 @@ def test_cascade_runs_end_to_end_on_the_embedded_sample_and_the_second_variant_r
                 given.setdefault((record["id"], clip["column"]), set()).add(tuple(clip[k] for k in ("transcript", "valence", "arousal", "dominance")))
     assert len(given) == 16 and all(len(seen) == 1 for seen in given.values())  # both variants gave the LLM the same per-clip values
 
-
-@pytest.mark.slow
-def test_the_interface_command_runs_offline_on_the_whole_embedded_sample(tmp_path):
-    from speecheq_cli.main import main
-
-    out = tmp_path / "cascade"
-    assert main(["eval", "--model", "cascade", "--model-args", f"asr=tiny-random,ser=tiny-random,llm=tiny-random,cache_dir={tmp_path}",
-                 "--output-dir", str(out), "--batch-size", "8", "--no-progress"]) == 0
-    records = store.read_samples(out)
-    assert len(records) == 15 and all(r["status"] == "ok" for r in records)
-    assert all(entry["details"]["clips"] for _, entry in store.iter_rounds(records))
