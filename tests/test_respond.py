@@ -251,3 +251,12 @@ def test_two_processes_give_the_same_replies_and_scores_as_one(tmp_path, real_ra
     assert json.loads((out / "results.json").read_text())["ers"] == single_results["ers"]
     wavs = sorted(single.glob("replies/*/*.wav"))
     assert len(wavs) == 6 and all(w.read_bytes() == (out / w.relative_to(single)).read_bytes() for w in wavs)
+
+
+@pytest.mark.parametrize(
+    "statuses, kept",
+    [(["failed"], 0), (["failed", "ok"], 1), (["ok", "failed"], 0), (["ok", "ok"], 1), (["failed", "failed"], 1)],
+)
+def test_latest_records_prefer_a_later_record_but_never_lose_a_success(statuses, kept):
+    records = [{"id": "a", "status": s, "n": k} for k, s in enumerate(statuses)] + [{"id": "unknown", "status": "ok"}]
+    assert store.latest_records(records, ["a", "b"]) == {"a": records[kept]}
