@@ -414,11 +414,7 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
     check_model(model, config)
 
     ids = [str(i) for i in dataset["id"]]
-    known_ids = set(ids)  # a list lookup per shard record made resuming a large run quadratic
-    previous: dict[str, DialogueRecord] = {}
-    for record in store.read_shards(run_dir):
-        if record.id in known_ids and (record.ok or record.id not in previous):
-            previous[record.id] = record
+    previous: dict[str, DialogueRecord] = store.latest_records(store.read_shards(run_dir), ids)
     done = {i for i, r in previous.items() if r.ok}
     pending = [k for k, i in enumerate(ids) if i not in done]
     if is_main and not pending:
@@ -460,10 +456,7 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
     session_wall = time.perf_counter() - session_began
     if not is_main:
         return None
-    final = dict(previous)
-    for record in gathered:
-        if record.ok or record.id not in final or not final[record.id].ok:
-            final[record.id] = record
+    final = store.latest_records([*previous.values(), *gathered], ids)
     ordered = [final[i] for i in ids if i in final]
     results = build_results(config, model, ordered, fingerprint, the_prompt_hash, template, accelerator.num_processes)
     results["timestamp_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

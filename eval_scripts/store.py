@@ -74,15 +74,40 @@ def read_records(path: Path) -> list[DialogueRecord]:
     return records
 
 
-def read_shards(run_dir: Path) -> list[DialogueRecord]:
-    """Records of every rank file of a run directory, rank files in name order."""
+def shard_files(run_dir: Path) -> list[Path]:
+    """The rank files of a run directory, in name order."""
     folder = Path(run_dir) / SHARDS_DIR
-    if not folder.is_dir():
-        return []
-    records: list[DialogueRecord] = []
-    for path in sorted(folder.glob("rank*.jsonl")):
-        records.extend(read_records(path))
-    return records
+    return sorted(folder.glob("rank*.jsonl")) if folder.is_dir() else []
+
+
+def read_shards(run_dir: Path) -> list[DialogueRecord]:
+    """The runner's records in every rank file of a run directory, rank files in name order."""
+    return [record for path in shard_files(run_dir) for record in read_records(path)]
+
+
+def read_shard_lines(run_dir: Path) -> list[dict]:
+    """The plain JSON records of every rank file (for run directories of other record types, such as the generative track's)."""
+    return [record for path in shard_files(run_dir) for record in read_jsonl(path)]
+
+
+def latest_records(records: Iterable, ids: Iterable[str]) -> dict:
+    """Per known id, the record that stands: a later one replaces an earlier one, except that a failure never replaces a success.
+
+    Records are DialogueRecords (the runner) or dicts with "id" and "status" (the generative track).
+    """
+    known = set(ids)
+    kept: dict = {}
+    for record in records:
+        key, ok = _id_and_ok(record)
+        if key in known and (ok or key not in kept or not _id_and_ok(kept[key])[1]):
+            kept[key] = record
+    return kept
+
+
+def _id_and_ok(record) -> tuple[str, bool]:
+    if isinstance(record, dict):
+        return record["id"], record["status"] == "ok"
+    return record.id, record.ok
 
 
 def read_samples(run_dir: Path) -> list[DialogueRecord]:
@@ -91,6 +116,14 @@ def read_samples(run_dir: Path) -> list[DialogueRecord]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no samples file (the run has not finished)")
     return read_records(path)
+
+
+def read_sample_lines(run_dir: Path) -> list[dict]:
+    """The plain JSON records of a finished run's samples.jsonl (for run directories of other record types)."""
+    path = Path(run_dir) / SAMPLES_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no samples file (the run has not finished)")
+    return read_jsonl(path)
 
 
 def iter_rounds(records: Iterable[DialogueRecord]) -> Iterator[tuple[DialogueRecord, RoundRecord]]:

@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "publish": ("builders.publish", "main", "validate, export and push a generated folder (dry run by default)"),
     "eval": ("eval_scripts.run", "main", "run a model on the benchmark (same as eval_scripts/run.py)"),
     "report": ("eval_scripts.report", "main", "leaderboard and figures from several runs"),
+    "respond": ("eval_scripts.respond", "main", "generative track: a speech-output model answers; ERS of its replies"),
 }
 
 

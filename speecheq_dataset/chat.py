@@ -9,6 +9,8 @@ tally of calls, tokens and cost.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 import threading
 import time
@@ -40,6 +42,7 @@ class ChatReply:
     latency_s: float = 0.0
     cost_usd: float | None = None
     error: str | None = None
+    audio: bytes | None = None  # the encoded audio of a spoken reply (audio output requested), else None
 
     @property
     def ok(self) -> bool:
@@ -94,6 +97,24 @@ def reply_text(body: dict) -> tuple[str, int | None, int | None]:
         raise TypeError(f"message content is {type(content).__name__}")
     usage = body.get("usage") or {}
     return content, token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))
+
+
+def reply_audio(body: dict) -> tuple[bytes | None, str | None]:
+    """(encoded audio, its transcript) of a chat-completions reply with audio output; (None, None) without.
+
+    Audio output puts base64 audio and its transcript in `message.audio`; ValueError on a malformed one.
+    """
+    audio = body["choices"][0]["message"].get("audio")
+    if not audio:
+        return None, None
+    if not isinstance(audio, dict) or not isinstance(audio.get("data"), str):
+        raise ValueError("message.audio has no base64 `data`")
+    try:
+        data = base64.b64decode(audio["data"], validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("message.audio.data is not base64") from None
+    transcript = audio.get("transcript")
+    return data, transcript if isinstance(transcript, str) else None
 
 
 class ChatClient:
@@ -181,11 +202,14 @@ class ChatClient:
                                       secrets=secrets, label=label, sleep=self.sleep)
             try:
                 text, tokens_in, tokens_out = reply_text(body)
+                audio, transcript = reply_audio(body)
             except (KeyError, IndexError, TypeError, ValueError) as exc:
                 raise ApiCallError(scrub(f"{label}: malformed response body ({type(exc).__name__}: {exc}): {str(body)[:200]}",
                                          secrets)) from None
+            if not text and transcript:  # a spoken reply carries its words as the audio's transcript
+                text = transcript
             reply = ChatReply(scrub(text, secrets), tokens_in, tokens_out, latency,
-                              cost_usd(tokens_in, tokens_out, self.price_in, self.price_out))
+                              cost_usd(tokens_in, tokens_out, self.price_in, self.price_out), audio=audio)
         except ApiCallError as exc:
             reply = ChatReply(None, latency_s=time.perf_counter() - start, error=str(exc))
         except Exception as exc:  # anything unexpected fails this call only, and never leaks the key

@@ -77,3 +77,19 @@ def dialogues(real_rows):
     from eval_scripts import runner
 
     return [runner.dialogue_from_row(real_rows[i], 16000) for i in range(len(real_rows))]
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """torch on one thread for a module of tiny-model tests, then as before.
+
+    Tiny models do many small ops; on the shared 2-core machine a busy second core made
+    torch's two threads wait on each other (a 16-channel conv1d took ~20 ms on 2 threads
+    and ~0.06 ms on one).
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -65,7 +65,9 @@ class ModelOutput:
     latency_s: float = 0.0  # wall time of the call that produced it, per query
     cost_usd: float | None = None  # what the call cost when the adapter knows it; else priced from tokens by the runner
     error: str | None = None  # set when the call failed for this query
-    details: dict | None = None  # adapter-specific facts worth keeping with the answer (recorded in samples.jsonl)
+    # What the adapter gave its model beyond the query, for the record (JSON-ready), e.g. the cascade's
+    # transcripts and V/A/D values of each clip; the runner writes it into the round's samples.jsonl entry.
+    details: dict | None = None
 
 
 class ChoiceModel(abc.ABC):

@@ -233,6 +233,65 @@ def last_position_head(model):
         hook.remove()
 
 
+def audio_only_processor(pretrained: str, processor_class_name: str, trust_remote_code: bool = False):
+    """An omni family's processor built from its tokenizer, feature extractor and chat template only (no image/video parts).
+
+    The full omni processors also load image/video processors, which need torchvision; the
+    benchmark feeds text and audio only.
+    """
+    import transformers
+    from transformers import AutoFeatureExtractor
+    from transformers import AutoTokenizer
+    from transformers.utils import cached_file
+
+    from eval_scripts.models.tiny import audio_only
+
+    tokenizer = AutoTokenizer.from_pretrained(pretrained, trust_remote_code=trust_remote_code)
+    feature_extractor = AutoFeatureExtractor.from_pretrained(pretrained, trust_remote_code=trust_remote_code)
+    template = None
+    for name in ("chat_template.jinja", "chat_template.json"):
+        found = cached_file(pretrained, name, _raise_exceptions_for_missing_entries=False)
+        if found:
+            text = open(found, encoding="utf-8").read()
+            template = json.loads(text)["chat_template"] if name.endswith(".json") else text
+            break
+    template = template or getattr(tokenizer, "chat_template", None)
+    if not template:
+        raise ValueError(f"{pretrained}: no chat template (chat_template.jinja/.json or in the tokenizer)")
+    processor_class = audio_only(getattr(transformers, processor_class_name))
+    return processor_class(image_processor=None, video_processor=None, feature_extractor=feature_extractor, tokenizer=tokenizer,
+                           chat_template=template)
+
+
+def single_token_ids(tokenizer, answers: tuple[str, str], model_name: str) -> tuple[int, int]:
+    """The token id of each of two answers; ValueError when one is not a single token (logprob mode compares two tokens)."""
+    ids = []
+    for answer in answers:
+        encoded = tokenizer.encode(answer, add_special_tokens=False)
+        if len(encoded) != 1:
+            raise ValueError(f"logprob mode needs single-token answers; {answer!r} is {len(encoded)} tokens for {model_name}")
+        ids.append(encoded[0])
+    return ids[0], ids[1]
+
+
+def load_audio_processor(pretrained: str, processor_class_name: str = "", trust_remote_code: bool = False):
+    """The checkpoint's processor; for an omni family whose full processor cannot load, the audio-only one."""
+    from transformers import AutoProcessor
+
+    try:
+        processor = AutoProcessor.from_pretrained(pretrained, trust_remote_code=trust_remote_code)
+    except (ImportError, OSError, ValueError) as exc:
+        if not processor_class_name:
+            raise
+        # The omni processors also load image/video processors (which need torchvision);
+        # we only feed text and audio, so build the processor from those parts instead.
+        logger.info("%s: full processor unavailable (%s); building an audio-only one", pretrained, exc)
+        processor = None
+    if processor is None or not hasattr(processor, "feature_extractor"):
+        processor = audio_only_processor(pretrained, processor_class_name, trust_remote_code)
+    return processor
+
+
 class HFAudioLM(ChoiceModel):
     """Shared adapter of the transformers audio LMs (subclasses name the family and model class)."""
 
@@ -317,7 +376,6 @@ class HFAudioLM(ChoiceModel):
     def _from_pretrained(self, dtype, device_map, trust_remote_code, attn_implementation):
         import transformers
         from transformers import AutoConfig
-        from transformers import AutoProcessor
 
         model_class = getattr(transformers, self.model_class_name)
         config = AutoConfig.from_pretrained(self.pretrained, trust_remote_code=trust_remote_code)
@@ -330,44 +388,7 @@ class HFAudioLM(ChoiceModel):
             kwargs["attn_implementation"] = attn_implementation
         logger.info("loading %s from %s", self.model_class_name, self.pretrained)
         model = model_class.from_pretrained(self.pretrained, **kwargs)
-        try:
-            processor = AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=trust_remote_code)
-        except (ImportError, OSError, ValueError) as exc:
-            if not self.processor_class_name:
-                raise
-            # The omni processors also load image/video processors (which need torchvision);
-            # we only feed text and audio, so build the processor from those parts instead.
-            logger.info("%s: full processor unavailable (%s); building an audio-only one", self.pretrained, exc)
-            processor = None
-        if processor is None or not hasattr(processor, "feature_extractor"):
-            processor = self._audio_only_processor(trust_remote_code)
-        return model, processor
-
-    def _audio_only_processor(self, trust_remote_code: bool):
-        """The family's processor class with its tokenizer, feature extractor and chat template only."""
-        import transformers
-        from transformers import AutoFeatureExtractor
-        from transformers import AutoTokenizer
-        from transformers.utils import cached_file
-
-        from eval_scripts.models.tiny import audio_only
-
-        tokenizer = AutoTokenizer.from_pretrained(self.pretrained, trust_remote_code=trust_remote_code)
-        feature_extractor = AutoFeatureExtractor.from_pretrained(self.pretrained, trust_remote_code=trust_remote_code)
-        template = None
-        for name in ("chat_template.jinja", "chat_template.json"):
-            found = cached_file(self.pretrained, name, _raise_exceptions_for_missing_entries=False)
-            if found:
-                text = open(found, encoding="utf-8").read()
-                template = json.loads(text)["chat_template"] if name.endswith(".json") else text
-                break
-        template = template or getattr(tokenizer, "chat_template", None)
-        if not template:
-            raise ValueError(f"{self.pretrained}: no chat template (chat_template.jinja/.json or in the tokenizer)")
-        processor_class = audio_only(getattr(transformers, self.processor_class_name))
-        return processor_class(
-            image_processor=None, video_processor=None, feature_extractor=feature_extractor, tokenizer=tokenizer, chat_template=template
-        )
+        return model, load_audio_processor(self.pretrained, self.processor_class_name, trust_remote_code)
 
     # -------------------------------------------------------------- prompts
 
@@ -496,13 +517,7 @@ class HFAudioLM(ChoiceModel):
     def _answer_token_ids(self, answers: tuple[str, str]) -> tuple[int, int]:
         """Token ids of the two answers; each must be a single token (true of digits in Qwen tokenizers)."""
         if answers not in self._answer_ids:
-            ids = []
-            for answer in answers:
-                encoded = self.tokenizer.encode(answer, add_special_tokens=False)
-                if len(encoded) != 1:
-                    raise ValueError(f"logprob mode needs single-token answers; {answer!r} is {len(encoded)} tokens for {self.pretrained}")
-                ids.append(encoded[0])
-            self._answer_ids[answers] = (ids[0], ids[1])
+            self._answer_ids[answers] = single_token_ids(self.tokenizer, answers, self.pretrained)
         return self._answer_ids[answers]
 
     def _eos_ids(self) -> set[int]:

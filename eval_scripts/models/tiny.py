@@ -204,9 +204,24 @@ def _audio_config(**extra) -> dict:
     )
 
 
+def seeded_init(model_class, config, seed: int):
+    """`model_class(config)` with torch's generator seeded, in eval mode; the caller's random state is left as it was.
+
+    The random init is the model: seeding it makes every process build the same weights.
+    """
+    import torch
+
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    try:
+        model = model_class(config)
+    finally:
+        torch.random.set_rng_state(generator_state)
+    return model.eval()
+
+
 def build_tiny(family: str, seed: int = 0) -> TinyModel:
     """The tiny random-weight model of a family ("qwen2.5-omni", "qwen3-omni", "qwen2-audio"), seeded."""
-    import torch
     from transformers import WhisperFeatureExtractor
 
     if family not in FAMILY_TOKENS:
@@ -279,13 +294,7 @@ def build_tiny(family: str, seed: int = 0) -> TinyModel:
         parts.update(image_processor=None, video_processor=None)  # audio + text only: no torchvision needed
     processor = processor_class(**parts)
 
-    generator_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)  # the random init is the model: seed it so every process builds the same weights
-    try:
-        model = model_class(config)
-    finally:
-        torch.random.set_rng_state(generator_state)
-    model.eval()
+    model = seeded_init(model_class, config, seed)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     n_params = sum(p.numel() for p in model.parameters())
