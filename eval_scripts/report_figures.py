@@ -45,7 +45,7 @@ def plot_seq(bars: list[SeqBar], chance: float | None, path: Path) -> None:
     from matplotlib.transforms import blended_transform_factory
 
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(12, max(2.8, 1.4 + 0.45 * len(bars))))
+    fig, ax = plt.subplots(figsize=(12, max(3.6, 2.2 + 0.45 * len(bars))))
     ys = list(range(len(bars)))[::-1]
     for y, bar in zip(ys, bars):
         colour = KIND_COLOUR[bar.kind]
@@ -79,8 +79,8 @@ def plot_seq(bars: list[SeqBar], chance: float | None, path: Path) -> None:
     ax.set_ylim(-0.6, len(bars) - 0.4)
     ax.set_xticks([40, 55, 70, 85, 100, 115, 130, 145, 160])
     ax.set_xlabel("SEQ (cohort median = 100, 15 per robust SD; clipped to 40–160)")
-    # Outside the axes, so it never covers a bar or a label.
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.3, 1.0), fontsize=8, frameon=False)
+    # Below the axes: beside them sits the value column, and inside it would cover bars.
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, fontsize=8, frameon=False)
     ax.set_title("SpeechEQ: SEQ per run", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
