@@ -315,8 +315,6 @@ def respond(config: RespondConfig, *, model=None, dataset=None, vad=None, labell
 
     `model`, `dataset`, `vad` and `labeller` may be given ready-made (tests); else they come from the config.
     """
-    from accelerate.utils import gather_object
-    from tqdm.auto import tqdm
 
     from eval_scripts.components.vad import build_vad_extractor
     from eval_scripts.responders import build_responder
@@ -356,25 +354,18 @@ def respond(config: RespondConfig, *, model=None, dataset=None, vad=None, labell
         logger.info("resuming %s: %d of %d dialogues already done", run_dir, len(done), len(ids))
     accelerator.wait_for_everyone()  # every rank reads the shards before any rank appends
 
-    new_records: list[dict] = []
     began = time.perf_counter()
-    with accelerator.split_between_processes(pending) as mine:
-        mine = list(mine)
-        bar = tqdm(total=len(mine), disable=not (is_main and progress), unit="dlg", desc=f"respond {config.model}", dynamic_ncols=True)
-        with store.ShardWriter(store.shard_path(run_dir, accelerator.process_index)) as writer:
-            for start in range(0, len(mine), config.batch_size):
-                chunk = mine[start : start + config.batch_size]
-                dialogues, failed = runner.load_dialogues(dataset, chunk, model)
-                records = answer_chunk(model, vad, labeller, template, dialogues, config.seed, run_dir) if dialogues else []
-                failed = [{"id": r.id, "subscale": r.subscale, "status": "failed", "error": r.error, "turns": []} for r in failed]
-                by_id = {r["id"]: {**r, "valence": valences.get(r["id"]) or None} for r in records + failed}
-                for k in chunk:
-                    writer.append(by_id[ids[k]])
-                    new_records.append(by_id[ids[k]])
-                bar.update(len(chunk))
-        bar.close()
-    gathered = gather_object(new_records) if accelerator.num_processes > 1 else new_records
-    accelerator.wait_for_everyone()
+    bar = runner.RunProgress(run_dir, total=len(pending), enabled=is_main and progress and bool(pending), desc=f"respond {config.model}")
+
+    def answer_chunks(chunks: list[list[int]]):
+        for chunk in chunks:
+            dialogues, failed = runner.load_dialogues(dataset, chunk, model)
+            records = answer_chunk(model, vad, labeller, template, dialogues, config.seed, run_dir) if dialogues else []
+            records += [{"id": r.id, "subscale": r.subscale, "status": "failed", "error": r.error, "turns": []} for r in failed]
+            yield {r["id"]: {**r, "valence": valences.get(r["id"]) or None} for r in records}
+
+    gathered = runner.answer_pending(accelerator, run_dir, ids, pending, config.batch_size, answer_chunks, bar.refresh)
+    bar.close()
     wall = time.perf_counter() - began
     if not is_main:
         return None

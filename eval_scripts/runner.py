@@ -18,6 +18,8 @@ import shlex
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -344,6 +346,32 @@ class RunProgress:
         self.bar.close()
 
 
+def answer_pending(accelerator, run_dir: Path, ids: list[str], pending: list[int], chunk_size: int,
+                   answer_chunks: Callable[[list[list[int]]], Iterator[dict]], progress: Callable[[int], None]) -> list:
+    """Each process answers its share of the pending rows, chunk by chunk, and appends every record to its own shard.
+
+    `answer_chunks(chunks)` yields, per chunk of row indices, the chunk's records by dialogue id;
+    they are appended in dataset order, each durable before the next. Returns every process's
+    new records (gathered), on every process.
+    """
+    from accelerate.utils import gather_object
+
+    new_records: list = []
+    with accelerator.split_between_processes(pending) as mine:
+        mine = list(mine)
+        chunks = [mine[start : start + chunk_size] for start in range(0, len(mine), chunk_size)]
+        with store.ShardWriter(store.shard_path(run_dir, accelerator.process_index)) as writer, \
+                contextlib.closing(answer_chunks(chunks)) as answers:
+            for chunk, by_id in zip(chunks, answers):
+                for k in chunk:  # dataset order within the chunk
+                    writer.append(by_id[ids[k]])
+                    new_records.append(by_id[ids[k]])
+                progress(len(chunk))
+    gathered = gather_object(new_records) if accelerator.num_processes > 1 else new_records
+    accelerator.wait_for_everyone()
+    return gathered
+
+
 def load_checked_dataset(config: RunConfig):
     """The dataset of --dataset, or a ValueError in one line naming it (a missing folder, a Hub id that cannot be reached)."""
     try:
@@ -389,8 +417,6 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
     the model is built. `model` and `dataset` may be given ready-made (tests, the demo);
     else they come from the config. `command` is the command line recorded in results.json.
     """
-    from accelerate.utils import gather_object
-
     from speecheq_dataset.loading import dataset_fingerprint
 
     config.validate()
@@ -430,29 +456,22 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
     )
     trajectories = protocol.plan_trajectories(config.modes, config.orders, config.num_runs)
     chunk_size = max(1, config.batch_size) * 2
-    new_records: list[DialogueRecord] = []
     session_began = time.perf_counter()
     ahead = loading_depth(config, accelerator.device)
-    with accelerator.split_between_processes(pending) as mine:
-        mine = list(mine)
-        # Rank 0 draws the bar for the whole run: it counts every rank's shard lines, not only its own share.
-        bar = RunProgress(run_dir, total=len(pending), enabled=is_main and progress and bool(pending),
-                          desc=f"{config.model} ({accelerator.num_processes} process{'es' if accelerator.num_processes > 1 else ''})")
-        chunks = [mine[start : start + chunk_size] for start in range(0, len(mine), chunk_size)]
-        prepare_for = settings if ahead else None  # in the runner's own thread, features are computed when first needed
+    # Rank 0 draws the bar for the whole run: it counts every rank's shard lines, not only its own share.
+    bar = RunProgress(run_dir, total=len(pending), enabled=is_main and progress and bool(pending),
+                      desc=f"{config.model} ({accelerator.num_processes} process{'es' if accelerator.num_processes > 1 else ''})")
+    prepare_for = settings if ahead else None  # in the runner's own thread, features are computed when first needed
+
+    def answer_chunks(chunks: list[list[int]]):
         loaded = prefetch.prefetched(chunks, lambda chunk: load_dialogues(dataset, chunk, model, prepare_for), depth=ahead)
-        with store.ShardWriter(store.shard_path(run_dir, accelerator.process_index)) as writer, contextlib.closing(loaded):
-            for chunk, (dialogues, failed) in zip(chunks, loaded):
+        with contextlib.closing(loaded):
+            for dialogues, failed in loaded:
                 records = protocol.run_rounds(model, settings, dialogues, trajectories, batch_size=config.batch_size) if dialogues else []
-                by_id = {r.id: r for r in records + failed}
-                for k in chunk:  # dataset order within the chunk
-                    record = by_id[ids[k]]
-                    writer.append(record)
-                    new_records.append(record)
-                bar.refresh(len(chunk))
-        bar.close()
-    gathered = gather_object(new_records) if accelerator.num_processes > 1 else new_records
-    accelerator.wait_for_everyone()
+                yield {r.id: r for r in records + failed}
+
+    gathered = answer_pending(accelerator, run_dir, ids, pending, chunk_size, answer_chunks, bar.refresh)
+    bar.close()
     session_wall = time.perf_counter() - session_began
     if not is_main:
         return None
