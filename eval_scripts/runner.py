@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from eval_scripts import batching
 from eval_scripts import protocol
 from eval_scripts import prefetch
 from eval_scripts import scoring
@@ -42,7 +43,7 @@ SAMPLES_FILE = store.SAMPLES_FILE
 RESULTS_FILE = store.RESULTS_FILE
 # Settings that may change between a run and its resumption without changing any answer.
 # (The dataset is identified by its content fingerprint, not by the path or Hub id it came from.)
-RESUMABLE_CHANGES = ("batch_size", "prefetch", "limit", "overwrite", "output_dir", "dataset")
+RESUMABLE_CHANGES = ("batch_size", "prefetch", "loader_workers", "limit", "overwrite", "output_dir", "dataset")
 # Allowed values of the protocol options (the CLI offers exactly these).
 INFERENCES = ("sequential", "direct")
 HISTORIES = ("audio", "text")
@@ -65,8 +66,9 @@ class RunConfig:
     model_args: dict = field(default_factory=dict)
     limit: int | None = None
     seed: int = 0
-    batch_size: int = 1
+    batch_size: int | str = 1  # or "auto": the largest that fits (eval_scripts/batching.py)
     prefetch: int | None = None  # chunks of dialogues loaded ahead in a background thread; None: 1 on a GPU, 0 on CPU
+    loader_workers: int | None = None  # processes that decode and prepare clips; None: up to 4 on a GPU, 0 on CPU
     inference: str = "sequential"
     history: str = "audio"
     orders: str = "random"
@@ -95,8 +97,9 @@ class RunConfig:
         for name, (value, allowed) in checks.items():
             if value not in allowed:
                 raise ValueError(f"--{name.replace('_', '-')} must be one of {', '.join(allowed)}; got {value!r}")
-        if self.batch_size < 1:
-            raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
+        batching.parse_batch_size(self.batch_size)
+        if self.loader_workers is not None and self.loader_workers < 0:
+            raise ValueError(f"--loader-workers must be >= 0, got {self.loader_workers}")
         if self.prefetch is not None and self.prefetch < 0:
             raise ValueError(f"--prefetch must be >= 0, got {self.prefetch}")
         if self.num_runs < 1:
@@ -191,20 +194,24 @@ def query_size(query: ChoiceQuery) -> float:
     return 25.0 * audio_s + chars / 4.0
 
 
-def call_model(model: ChoiceModel, mode: str, queries: list[ChoiceQuery], batch_size: int) -> list[tuple[ModelOutput, float]]:
+def call_model(model: ChoiceModel, mode: str, queries: list[ChoiceQuery], batch_size: int | batching.BatchSize) -> list[tuple[ModelOutput, float]]:
     """Outputs in input order, batched longest-first; each with its share of the batch's wall time.
 
     An adapter exception on a batch is retried query by query; a query that still fails gets its error recorded.
     """
     order = sorted(range(len(queries)), key=lambda i: (-query_size(queries[i]), i))
     results: list[tuple[ModelOutput, float] | None] = [None] * len(queries)
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
+    sizer = batch_size if isinstance(batch_size, batching.BatchSize) else batching.BatchSize(batch_size)
+    start = 0
+    while start < len(order):
+        idx = order[start : start + sizer.size]
         batch = [queries[i] for i in idx]
         began = time.perf_counter()
         try:
             outputs = _answer(model, mode, batch)
-        except Exception:
+        except Exception as exc:
+            if sizer.shrink(exc, len(idx)):  # --batch-size auto ran out of memory: the same queries again, in smaller batches
+                continue
             # Retry one by one, so one bad query fails alone and results stay batch-independent.
             logger.exception("model %s failed on a batch of %d (%s ...); retrying one query at a time", model.name, len(batch), batch[0].uid)
             outputs = []
@@ -219,6 +226,7 @@ def call_model(model: ChoiceModel, mode: str, queries: list[ChoiceQuery], batch_
             if not output.latency_s:
                 output.latency_s = share * len(batch)
             results[i] = (output, share)
+        start += len(idx)
     return results  # type: ignore[return-value]
 
 
@@ -268,7 +276,7 @@ def evaluate_chunk(
     settings: protocol.ProtocolSettings,
     dialogues: list[protocol.Dialogue],
     trajectories: list[protocol.Trajectory],
-    batch_size: int,
+    batch_size: int | batching.BatchSize,
 ) -> list[dict]:
     """Both rounds of every trajectory of a chunk of dialogues; one record per dialogue.
 
@@ -489,7 +497,8 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
         template=template, system=system, seed=config.seed, inference=config.inference, history=config.history, oracle=config.oracle
     )
     trajectories = protocol.plan_trajectories(config.modes, config.orders, config.num_runs)
-    chunk_size = max(1, config.batch_size) * 2
+    sizer = batching.BatchSize(config.batch_size)  # auto: the size found is kept for the whole run
+    chunk_size = sizer.size * 2
     new_records: list[dict] = []
     session_began = time.perf_counter()
     with accelerator.split_between_processes(pending) as mine:
@@ -503,11 +512,11 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
         )
         chunks = [mine[start : start + chunk_size] for start in range(0, len(mine), chunk_size)]
         ahead = loading_depth(config, accelerator.device)
-        prepare_for = settings if ahead else None  # in the runner's own thread, features are computed when first needed
-        loaded = prefetch.prefetched(chunks, lambda chunk: load_dialogues(dataset, chunk, model, prepare_for), depth=ahead)
+        workers = prefetch.worker_count(config.loader_workers, accelerator.device)
+        loaded = prefetch.load_ahead(chunks, load_dialogues, dataset, model, settings, depth=ahead, workers=workers)
         with store.ShardWriter(store.shard_path(run_dir, accelerator.process_index)) as writer, contextlib.closing(loaded):
             for chunk, (dialogues, failed) in zip(chunks, loaded):
-                records = evaluate_chunk(model, settings, dialogues, trajectories, config.batch_size) if dialogues else []
+                records = evaluate_chunk(model, settings, dialogues, trajectories, sizer) if dialogues else []
                 by_id = {r["id"]: r for r in records + failed}
                 for k in chunk:  # dataset order within the chunk
                     record = by_id[ids[k]]
@@ -532,6 +541,8 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
         "wall_s": session_wall,
         "dialogues_per_s": len(gathered) / session_wall if gathered and session_wall > 0 else None,
         "prefetch": ahead,
+        "batch_size": sizer.size,
+        "loader_workers": workers,
     }
     store.write_jsonl_atomic(run_dir / SAMPLES_FILE, ordered)
     store.write_json_atomic(run_dir / RESULTS_FILE, results)

@@ -176,6 +176,26 @@ def test_loading_ahead_in_a_thread_gives_the_same_answers(name, kwargs, real_row
     assert answers[0] == answers[1]
 
 
+@pytest.mark.slow
+def test_loading_in_worker_processes_gives_the_same_answers(real_rows, tmp_path, monkeypatch):
+    """--loader-workers: decoding and log-mels in spawned processes (the GPU default), handed back to the adapter."""
+    from transformers import WhisperFeatureExtractor
+
+    extract, here = WhisperFeatureExtractor.__call__, []
+    monkeypatch.setattr(WhisperFeatureExtractor, "__call__", lambda *args, **kwargs: here.append(1) or extract(*args, **kwargs))
+    answers, log_mels_here = {}, {}
+    for workers in (0, 2):
+        here.clear()
+        model = build_model("qwen2.5-omni", pretrained="tiny-random", max_new_tokens=6)
+        config = runner.RunConfig(model=model.name, output_dir=str(tmp_path / f"w{workers}"), batch_size=1, prefetch=1,
+                                  loader_workers=workers, n_bootstrap=0)
+        results = runner.run(config, model=model, dataset=real_rows, progress=False)
+        assert results["deployment"]["session"]["loader_workers"] == workers
+        answers[workers], log_mels_here[workers] = _answers(tmp_path / f"w{workers}"), len(here)
+    assert answers[0] == answers[2]
+    assert log_mels_here == {0: 8 * len(real_rows), 2: 0}  # with workers, every clip's log-mels were made in a worker
+
+
 def test_log_mels_prepared_ahead_are_the_ones_encode_uses(real_rows, monkeypatch):
     from transformers import WhisperFeatureExtractor
 
