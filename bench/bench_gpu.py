@@ -466,6 +466,18 @@ def warm_up(adapter, rows, mode: str, batch_size: int) -> float:
     return time.perf_counter() - began
 
 
+def require_transformers(minimum: str) -> None:
+    """Stop with one line when the installed transformers is older than `minimum` (5.17's Omni thinker and processor differ)."""
+    import transformers
+
+    def parts(version: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+
+    if parts(transformers.__version__) < parts(minimum):
+        raise SystemExit(f"bench_gpu: transformers {transformers.__version__} at {Path(transformers.__file__).parent} is older than {minimum}; "
+                         "install the carried wheels into a --target folder and put it first on PYTHONPATH (docs/runner.md, GPU bench)")
+
+
 def versions() -> dict:
     import torch
 
@@ -496,6 +508,7 @@ def run(args) -> dict:
     dtype = args.dtype or ("bfloat16" if device.startswith("cuda") else "float32")
     rows = PreparedDialogues(Path(args.clips))
     rows = rows.select(range(min(args.dialogues, len(rows))))
+    require_transformers("5.24")
     began = time.perf_counter()
     adapter = build_adapter(args.family, args.shape, device, dtype, args.max_new_tokens, seed=args.seed)
     build_s = time.perf_counter() - began
@@ -518,6 +531,11 @@ def run(args) -> dict:
     }
     answers: dict = {}
     with tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:
+        # Start-up costs (imports, the loader's worker processes, first calls) out of every measured run.
+        began = time.perf_counter()
+        runner.run(runner.RunConfig(model=adapter.name, output_dir=str(Path(tmp) / "start"), choice_mode="logprob", n_bootstrap=0,
+                                    prefetch=args.prefetch, loader_workers=args.loader_workers), model=adapter, dataset=rows.select(range(1)), progress=False)
+        report["start_up_s"] = time.perf_counter() - began
         for mode in args.modes:
             for batch_size in args.batch_sizes:
                 subset = rows

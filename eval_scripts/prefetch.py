@@ -7,6 +7,7 @@ which keep decoding and log-mels off the interpreter that drives the GPU.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 from collections import deque
@@ -106,13 +107,26 @@ def _worker_setup() -> None:
         pass
 
 
-def _in_processes(chunks, load, dataset, model, settings, depth: int, workers: int):
+_POOLS: dict[int, object] = {}  # worker count -> its process pool, kept for the life of the process
+
+
+def worker_pool(workers: int):
+    """The process pool of `workers` loader workers, started once and kept (a spawned worker takes seconds to start)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    pool = _POOLS.get(workers)
+    if pool is None or getattr(pool, "_broken", False):
+        # spawn, not fork: the parent holds CUDA and torch's thread pools, which a forked child must not touch.
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_setup)
+        _POOLS[workers] = pool
+        atexit.register(pool.shutdown, wait=False, cancel_futures=True)
+    return pool
+
+
+def _in_processes(chunks, load, dataset, model, settings, depth: int, workers: int):
+    pool = worker_pool(workers)
     stand_in = ClipPreparing(model.sampling_rate, model.clip_preparer())
-    # spawn, not fork: the parent holds CUDA and torch's thread pools, which a forked child must not touch.
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_setup)
     pending: deque = deque()
 
     def submit(chunk):
@@ -130,7 +144,6 @@ def _in_processes(chunks, load, dataset, model, settings, depth: int, workers: i
         for futures in pending:
             for future in futures:
                 future.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _collect(futures, model):
