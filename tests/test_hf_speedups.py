@@ -123,7 +123,7 @@ def test_packed_causal_attention_is_row_by_row_attention_on_the_real_tokens():
     query = torch.randn(batch, heads, length, dim, generator=generator)
     key, value = (torch.randn(batch, kv_heads, length, dim, generator=generator) for _ in range(2))
     lengths = [5, 9, 1]
-    out = hf_speedups.packed_causal_attention(query, key, value, lengths, dim**-0.5, hf_speedups.reference_kernel)
+    out = hf_speedups.packed_causal_attention(query, key, value, hf_speedups.LeftPadding(lengths, length), dim**-0.5, hf_speedups.reference_kernel)
     assert out.shape == (batch, length, heads, dim)
     for row, n in enumerate(lengths):
         start = length - n
@@ -132,6 +132,25 @@ def test_packed_causal_attention_is_row_by_row_attention_on_the_real_tokens():
         expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)[0].transpose(0, 1)
         assert torch.allclose(out[row, start:], expected, atol=1e-6)
         assert not out[row, :start].any()  # padding stays zero
+
+
+@pytest.mark.parametrize("family", ["qwen2.5-omni", pytest.param("qwen3-omni", marks=pytest.mark.slow)])
+def test_the_varlen_path_taken_on_cuda_gives_the_row_by_row_answers(family, dialogues, monkeypatch):
+    """The packing around the CUDA-only varlen kernel, for the whole model: the kernel's contract in plain SDPA stands in for it."""
+    calls = []
+
+    def stand_in(query):
+        calls.append(tuple(query.shape))
+        return hf_speedups.reference_kernel
+
+    queries = _queries(dialogues[:3])
+    plain = build_model(family, pretrained="tiny-random", max_new_tokens=6)
+    expected = ([o.text for o in plain.generate(queries)], [o.option_logprobs for o in plain.score(queries)])
+    monkeypatch.setattr(hf_speedups, "varlen_kernel", stand_in)
+    packed = build_model(family, pretrained="tiny-random", max_new_tokens=6)
+    assert [o.text for o in packed.generate(queries)] == expected[0]
+    assert np.allclose([o.option_logprobs for o in packed.score(queries)], expected[1], atol=1e-5)
+    assert any(shape[0] == 3 for shape in calls) and any(shape[0] == 1 for shape in calls)  # the decoder's batch and the encoder's packed call
 
 
 @pytest.mark.parametrize("family", ["qwen2.5-omni", "qwen3-omni"])
@@ -232,9 +251,9 @@ def test_the_varlen_kernel_matches_the_reference_on_cuda():
     kernel = hf_speedups.varlen_kernel(query)
     if kernel is None:
         pytest.skip("this torch has no torch.nn.attention.varlen")
-    lengths = [64, 17, 40]
-    fast = hf_speedups.packed_causal_attention(query, key, value, lengths, 0.125, kernel)
-    reference = hf_speedups.packed_causal_attention(query, key, value, lengths, 0.125, hf_speedups.reference_kernel)
+    padding = hf_speedups.LeftPadding([64, 17, 40], 64)
+    fast = hf_speedups.packed_causal_attention(query, key, value, padding, 0.125, kernel)
+    reference = hf_speedups.packed_causal_attention(query, key, value, padding, 0.125, hf_speedups.reference_kernel)
     assert torch.allclose(fast.float(), reference.float(), atol=2e-2)
 
 

@@ -33,6 +33,7 @@ nothing is installed and one warning says why: the adapter then runs plain trans
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import logging
 from dataclasses import dataclass, field
@@ -65,6 +66,18 @@ class LeftPadding:
     def __init__(self, lengths: list[int], length: int) -> None:
         self.lengths = lengths
         self.length = length  # the padded prompt length (a static cache holds more key slots)
+        self._packing: dict = {}
+
+    def packing(self, device):
+        """(flat indices of the real tokens in a (batch x length) layout, int32 segment bounds) on `device`, made once for all layers."""
+        if device not in self._packing:
+            import torch
+
+            starts = [(r * self.length + self.length - n, (r + 1) * self.length) for r, n in enumerate(self.lengths)]
+            index = torch.cat([torch.arange(a, b) for a, b in starts]).to(device)
+            bounds = torch.tensor([0, *self.lengths]).cumsum(0).to(device=device, dtype=torch.int32)
+            self._packing[device] = (index, bounds)
+        return self._packing[device]
 
 
 def _ragged_prefill_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, attention_mask=None, **kwargs):
@@ -102,7 +115,7 @@ def _ragged_sdpa(module, query, key, value, attention_mask, **kwargs):
     key, value = key[:, :, :n], value[:, :, :n]  # a static cache holds empty slots after the prompt
     kernel = varlen_kernel(query)
     if kernel is not None:
-        return packed_causal_attention(query, key, value, attention_mask.lengths, kwargs.get("scaling"), kernel), None
+        return packed_causal_attention(query, key, value, attention_mask, kwargs.get("scaling"), kernel), None
     batch, heads, length, _ = query.shape
     out = query.new_zeros(batch, length, heads, value.shape[-1])
     for row, real in enumerate(attention_mask.lengths):
@@ -112,19 +125,15 @@ def _ragged_sdpa(module, query, key, value, attention_mask, **kwargs):
     return out, None
 
 
-def packed_causal_attention(query, key, value, lengths: list[int], scaling, kernel):
+def packed_causal_attention(query, key, value, padding: LeftPadding, scaling, kernel):
     """Causal attention of a left-padded batch as one variable-length call over its real tokens.
 
     query (batch, heads, L, dim), key/value (batch, kv heads, L, dim); returns (batch, L, heads, dim), zeros at padding.
     """
-    import torch
-
     batch, heads, length, dim = query.shape
-    rows = torch.tensor([(r, length - n) for r, n in enumerate(lengths)], device="cpu")
-    index = torch.cat([torch.arange(r * length + s, (r + 1) * length) for r, s in rows.tolist()]).to(query.device)
+    index, bounds = padding.packing(query.device)
     packed = [t.transpose(1, 2).reshape(batch * length, t.shape[1], dim).index_select(0, index) for t in (query, key, value)]
-    bounds = torch.tensor([0, *lengths], dtype=torch.int32).cumsum(0, dtype=torch.int32).to(query.device)
-    out = kernel(*packed, bounds, max(lengths), scaling, causal=True)
+    out = kernel(*packed, bounds, max(padding.lengths), scaling, causal=True)
     full = query.new_zeros(batch * length, heads, dim)
     full.index_copy_(0, index, out.to(full.dtype))
     return full.view(batch, length, heads, dim)
@@ -139,13 +148,10 @@ def varlen_kernel(query):
 
     if not (query.is_cuda and query.dtype in (torch.float16, torch.bfloat16)):
         return None
-    try:
-        from torch.nn.attention.varlen import varlen_attn
-    except ImportError:
+    found = _varlen_attn()
+    if found is None:
         return None
-    params = inspect.signature(varlen_attn).parameters
-    if "window_size" not in params and "is_causal" not in params:
-        return None
+    varlen_attn, params = found
 
     def kernel(q, k, v, bounds, max_len, scale, causal):
         extra = {}
@@ -163,6 +169,19 @@ def varlen_kernel(query):
         return varlen_attn(q, k, v, bounds, bounds, max_len, max_len, scale=scale, **extra)
 
     return kernel
+
+
+@functools.lru_cache(maxsize=1)
+def _varlen_attn():
+    """(torch.nn.attention.varlen.varlen_attn, its parameter names), or None when this torch lacks a usable one."""
+    try:
+        from torch.nn.attention.varlen import varlen_attn
+    except ImportError:
+        return None
+    params = frozenset(inspect.signature(varlen_attn).parameters)
+    if "window_size" not in params and "is_causal" not in params:
+        return None
+    return varlen_attn, params
 
 
 def reference_kernel(q, k, v, bounds, max_len, scale, causal):
@@ -194,12 +213,15 @@ def _packed_audio_attention(module, query, key, value, attention_mask, scaling=N
     if cu_seq_lens_q is None or query.shape[0] != 1:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))  # (T, heads, dim)
-    edges = cu_seq_lens_q.tolist()
-    lengths = [b - a for a, b in zip(edges, edges[1:])]
     kernel = varlen_kernel(query)
     if kernel is not None:
-        out = kernel(q, k, v, cu_seq_lens_q.to(torch.int32), max(lengths), scaling, causal=False)
+        longest = kwargs.get("max_length_q")  # transformers computes it once per encoder call
+        if longest is None:
+            longest = int((cu_seq_lens_q[1:] - cu_seq_lens_q[:-1]).max())
+        out = kernel(q, k, v, cu_seq_lens_q.to(torch.int32), int(longest), scaling, causal=False)
         return out[None], None
+    edges = cu_seq_lens_q.tolist()
+    lengths = [b - a for a, b in zip(edges, edges[1:])]
     out = q.new_empty(q.shape[0], q.shape[1], v.shape[-1])
     by_length: dict[int, list[int]] = {}
     for start, n in zip(edges, lengths):
