@@ -113,7 +113,7 @@ def test_the_bench_runs_end_to_end_on_cpu_without_the_data_stack(clips, tmp_path
     assert set(runs) == {("generate", 1), ("generate", 2), ("logprob", 1), ("logprob", 2)}
     assert runs[("generate", 1)]["dialogues"] == 2 and runs[("generate", 2)]["dialogues"] == 3  # the batch-1 budget
     for (mode, _), entry in runs.items():
-        for key in ("dialogues_per_s", "queries_per_s", "output_tokens_per_s", "loader_wait_share", "prefill_tflops", "warm_up_s"):
+        for key in ("dialogues_per_s", "queries_per_s", "output_tokens_per_s", "loader_wait_share", "loader_wait_share_after_first_chunk", "prefill_tflops", "warm_up_s"):
             assert entry[key] >= 0, key
         assert set(entry["ms_per_query"]) == {"loader_wait", "inputs", "audio_encoder", "text_prefill", "decode", "adapter_rest", "runner"}
         assert entry["ms_per_query"]["audio_encoder"] > 0 and entry["ms_per_query"]["text_prefill"] > 0
