@@ -34,8 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _path in (ROOT, ROOT / "bench"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+from bench_timing import time_calls  # noqa: E402
+from bench_timing import time_waits  # noqa: E402
 
 logger = logging.getLogger("bench_gpu")
 
@@ -246,44 +249,22 @@ class Phases:
         self._model = model
         self._forward_hooks: list = []
         load_ahead = prefetch.load_ahead
-
-        def timed_loading(*args, **kwargs):
-            items = load_ahead(*args, **kwargs)
-            first = True
-            try:
-                while True:
-                    began = time.perf_counter()
-                    try:
-                        item = next(items)
-                    except StopIteration:
-                        return
-                    finally:
-                        waited = time.perf_counter() - began
-                        self.totals["wait"] += waited
-                        if first:  # nothing runs yet that the first chunk's loading could hide behind
-                            self.totals["first_wait"] += waited
-                            first = False
-                    yield item
-            finally:
-                items.close()
-
-        prefetch.load_ahead = timed_loading
+        prefetch.load_ahead = lambda *args, **kwargs: time_waits(load_ahead(*args, **kwargs), self._waited)
 
     def _now(self) -> float:
         self.sync()
         return time.perf_counter()
 
     def _time(self, owner, name: str, phase: str) -> None:
-        inner = getattr(owner, name)
+        time_calls(owner, name, lambda seconds: self._add(phase, seconds), clock=self._now)
 
-        def timed(*args, **kwargs):
-            began = self._now()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                self.totals[phase] += self._now() - began
+    def _add(self, phase: str, seconds: float) -> None:
+        self.totals[phase] += seconds
 
-        setattr(owner, name, timed)
+    def _waited(self, index: int, seconds: float) -> None:
+        self.totals["wait"] += seconds
+        if index == 0:  # nothing runs yet that the first chunk's loading could hide behind
+            self.totals["first_wait"] += seconds
 
     def _hook(self, module, phase: str) -> list:
         started: list[float] = []
