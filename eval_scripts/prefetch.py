@@ -111,22 +111,26 @@ _POOLS: dict[int, object] = {}  # worker count -> its process pool, kept for the
 
 
 def worker_pool(workers: int):
-    """The process pool of `workers` loader workers, started once and kept (a spawned worker takes seconds to start)."""
+    """(the process pool of `workers` loader workers, whether it is new); started once and kept: a spawned worker takes seconds to start."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     pool = _POOLS.get(workers)
-    if pool is None or getattr(pool, "_broken", False):
-        # spawn, not fork: the parent holds CUDA and torch's thread pools, which a forked child must not touch.
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_setup)
-        _POOLS[workers] = pool
-        atexit.register(pool.shutdown, wait=False, cancel_futures=True)
-    return pool
+    if pool is not None and not getattr(pool, "_broken", False):
+        return pool, False
+    # spawn, not fork: the parent holds CUDA and torch's thread pools, which a forked child must not touch.
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_setup)
+    _POOLS[workers] = pool
+    atexit.register(pool.shutdown, wait=False, cancel_futures=True)
+    return pool, True
 
 
 def _in_processes(chunks, load, dataset, model, settings, depth: int, workers: int):
-    pool = worker_pool(workers)
+    pool, new = worker_pool(workers)
     stand_in = ClipPreparing(model.sampling_rate, model.clip_preparer())
+    if new:  # start every worker now, each importing what a load needs, instead of one by one inside the first chunks
+        for _ in range(workers):
+            pool.submit(_load_in_worker, load, {}, stand_in, settings)
     pending: deque = deque()
 
     def submit(chunk):
