@@ -264,3 +264,36 @@ def test_the_compiled_static_cache_on_cuda_gives_the_eager_answers(dialogues):
     assert "static_cache" in fast.describe()["speedups"]
     plain = build_model("qwen2.5-omni", pretrained="tiny-random", max_new_tokens=8, speedups=False)
     assert [o.text for o in fast.generate(queries)] == [o.text for o in plain.generate(queries)]
+
+
+class _Cache:
+    def __init__(self, croppable: bool) -> None:
+        self.is_croppable = croppable
+
+
+@pytest.mark.parametrize(
+    "device, cache, returned, assistant, deferred",
+    [
+        ("cuda", None, False, False, True),
+        ("cuda", _Cache(False), False, False, True),  # our generate never returns its cache
+        ("cuda", _Cache(False), True, False, False),  # a returned cache must be rolled back: only if croppable
+        ("cuda", _Cache(True), True, False, True),
+        ("cuda", None, False, True, False),  # assisted decoding keeps the per-step check
+        ("mps", None, False, False, True),  # transformers' own case, unchanged
+        ("cpu", None, False, False, False),  # CPU tensors have no events to defer with
+    ],
+)
+def test_the_stop_check_is_deferred_on_cuda_by_transformers_own_rule(device, cache, returned, assistant, deferred):
+    assert hf_speedups._defer_on_cuda_or_mps(torch.device(device), cache, returned, assistant) is deferred
+
+
+@cuda
+def test_deferring_the_stop_check_on_cuda_keeps_the_answers(dialogues, monkeypatch):
+    from transformers.generation.utils import DeferredStopCheck
+
+    queries = _queries(dialogues[:2])
+    model = build_model("qwen2.5-omni", pretrained="tiny-random", max_new_tokens=8)
+    assert "deferred_stop_check" in model.describe()["speedups"]
+    deferred = [o.text for o in model.generate(queries)]
+    monkeypatch.setattr(DeferredStopCheck, "is_supported", staticmethod(lambda device, cache, cache_is_returned, is_assistant: False))
+    assert [o.text for o in model.generate(queries)] == deferred

@@ -371,6 +371,9 @@ def install(model, family, audio_token_id: int | None = None, *, static_cache: b
         _apply(speedups, parts, family, audio_token_id, static_cache)
         if probe:
             _compare(model, _probe_outputs(speedups, inputs), plain)
+        # Last, once all else stands: it changes a transformers class for the whole process (see _defer_on_cuda_or_mps).
+        if getattr(model.device, "type", "cpu") == "cuda" and _defer_stop_checks_on_cuda():
+            speedups.installed.append("deferred_stop_check")
     except SpeedUpsUnavailable as exc:
         speedups.remove()
         speedups.reason = f"transformers {transformers.__version__}: {exc}"
@@ -465,8 +468,6 @@ def _apply(speedups: SpeedUps, parts: _Parts, family, audio_token_id, static_cac
             speedups.installed.append("static_cache")
         elif static_cache is True:
             raise SpeedUpsUnavailable("GenerationConfig.max_cache_len (static cache sizing)")
-    if on_cuda and _defer_stop_checks_on_cuda():
-        speedups.installed.append("deferred_stop_check")
 
 
 def _set_attention(speedups: SpeedUps, config, name: str) -> None:
