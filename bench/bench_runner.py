@@ -30,6 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_timing import time_calls  # noqa: E402
+from bench_timing import time_waits  # noqa: E402
 REAL_RAW_DIR = ROOT.parent / "shared" / "data" / "speecheq-arena-v1"
 
 
@@ -53,23 +56,7 @@ class PhaseTimer:
         # with --prefetch 1; "wait" is the time the runner's own thread spends blocked on it.
         self._wrap(runner, "load_dialogues", "loader")
         loader = prefetch.prefetched
-
-        def timed_loader(*args, **kwargs):
-            items = loader(*args, **kwargs)
-            try:
-                while True:
-                    began = time.perf_counter()
-                    try:
-                        item = next(items)
-                    except StopIteration:
-                        return
-                    finally:
-                        self.totals["wait"] += time.perf_counter() - began
-                    yield item
-            finally:
-                items.close()
-
-        prefetch.prefetched = timed_loader
+        prefetch.prefetched = lambda *args, **kwargs: time_waits(loader(*args, **kwargs), lambda index, waited: self._add("wait", waited))
         self._wrap(model, "encode", "inputs")  # chat template, tokenization, log-mel features
         self._wrap(model, "generate", "answer")
         self._wrap(model, "score", "answer")
@@ -79,16 +66,10 @@ class PhaseTimer:
         self._hook(inner.language_model, lambda args, kwargs: "text_prefill" if kwargs["inputs_embeds"].shape[1] > 1 else "decode")
 
     def _wrap(self, owner, name: str, phase: str) -> None:
-        inner = getattr(owner, name)
+        time_calls(owner, name, lambda seconds: self._add(phase, seconds))
 
-        def timed(*args, **kwargs):
-            began = time.perf_counter()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                self.totals[phase] += time.perf_counter() - began
-
-        setattr(owner, name, timed)
+    def _add(self, phase: str, seconds: float) -> None:
+        self.totals[phase] += seconds
 
     def _hook(self, module, phase_of) -> None:
         started: list[tuple[str, float]] = []

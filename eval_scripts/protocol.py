@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from eval_scripts import scoring
+from eval_scripts.batching import BatchSize
 from eval_scripts.models.base import ChoiceModel
 from eval_scripts.models.base import ChoiceQuery
 from eval_scripts.models.base import Clip
@@ -286,20 +287,26 @@ def query_size(query: ChoiceQuery) -> float:
     return 25.0 * audio_s + chars / 4.0
 
 
-def ask(model: ChoiceModel, mode: str, queries: list[ChoiceQuery], batch_size: int) -> list[tuple[ModelOutput, float]]:
+def ask(model: ChoiceModel, mode: str, queries: list[ChoiceQuery], batch_size: int | BatchSize) -> list[tuple[ModelOutput, float]]:
     """Outputs in input order, batched longest-first; each with its share of the batch's wall time.
 
-    An adapter exception on a batch is retried query by query; a query that still fails gets its error recorded.
+    An adapter exception on a batch is retried query by query; a query that still fails gets its
+    error recorded. With `--batch-size auto` (a BatchSize), a batch that ran out of memory is asked
+    again in halves, and the smaller size is kept.
     """
     order = sorted(range(len(queries)), key=lambda i: (-query_size(queries[i]), i))
     results: list[tuple[ModelOutput, float] | None] = [None] * len(queries)
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
+    sizer = batch_size if isinstance(batch_size, BatchSize) else BatchSize(batch_size)
+    start = 0
+    while start < len(order):
+        idx = order[start : start + sizer.size]
         batch = [queries[i] for i in idx]
         began = time.perf_counter()
         try:
             outputs = _call(model, mode, batch)
-        except Exception:
+        except Exception as exc:
+            if sizer.shrink(exc, len(idx)):  # out of memory under --batch-size auto: the same queries, smaller batches
+                continue
             # Retry one by one, so one bad query fails alone and results stay batch-independent.
             logger.exception("model %s failed on a batch of %d (%s ...); retrying one query at a time", model.name, len(batch), batch[0].uid)
             outputs = []
@@ -314,6 +321,7 @@ def ask(model: ChoiceModel, mode: str, queries: list[ChoiceQuery], batch_size: i
             if not output.latency_s:
                 output.latency_s = share * len(batch)
             results[i] = (output, share)
+        start += len(idx)
     return results  # type: ignore[return-value]
 
 
@@ -330,7 +338,7 @@ def run_rounds(
     dialogues: list[Dialogue],
     trajectories: list[Trajectory],
     *,
-    batch_size: int = 1,
+    batch_size: int | BatchSize = 1,
 ) -> list[DialogueRecord]:
     """Both rounds of every trajectory of a chunk of dialogues; one DialogueRecord per dialogue, in input order.
 

@@ -23,6 +23,7 @@ except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eval_scripts import protocol  # noqa: E402
+from eval_scripts.batching import parse_batch_size  # noqa: E402
 from eval_scripts.runner import RunConfig  # noqa: E402
 from eval_scripts.scoring import FLAT_KEYS  # noqa: E402
 
@@ -76,8 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", "--output_path", dest="output_dir", required=True, help="run directory (samples.jsonl, results.json); re-running resumes")
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N dialogues")
     p.add_argument("--seed", type=int, default=RunConfig.seed, help="seed of option orders and per-query seeds")
-    p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=int, default=RunConfig.batch_size, help="queries per model call (per process)")
+    p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=parse_batch_size, default=RunConfig.batch_size,
+                   help="queries per model call (per process), or auto: the largest that fits, halved on out-of-memory")
     p.add_argument("--prefetch", type=int, default=RunConfig.prefetch, help="chunks of dialogues decoded ahead in a background thread (default: 1 on a GPU, 0 on CPU)")
+    p.add_argument("--loader-workers", type=int, default=RunConfig.loader_workers,
+                   help="processes that decode clips and compute log-mels ahead of the model (default: up to 4 on a GPU, 0 on CPU)")
     # No defaults here: a --tasks preset fills them, and a flag that contradicts the preset is an error.
     p.add_argument("--inference", choices=protocol.INFERENCES, default=None, help=f"round 2 hears the model's own turn-4 pick, or the resonant one (default {RunConfig.inference})")
     p.add_argument("--history", choices=protocol.HISTORIES, default=None, help=f"history turns as clips or as transcripts (default {RunConfig.history})")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from eval_scripts import batching
 from eval_scripts import prefetch
 from eval_scripts import protocol
 from eval_scripts import scoring
@@ -68,9 +69,12 @@ class RunConfig:
     model_args: dict = field(default_factory=dict)
     limit: int | None = field(default=None, metadata=ANSWER_NEUTRAL)  # a larger limit extends a run
     seed: int = 0
-    batch_size: int = field(default=1, metadata=ANSWER_NEUTRAL)
+    # An int, or "auto": the largest that fits, found by halving on out-of-memory (eval_scripts/batching.py).
+    batch_size: int | str = field(default=1, metadata=ANSWER_NEUTRAL)
     # Chunks of dialogues loaded ahead in a background thread; None: 1 on a GPU, 0 on CPU.
     prefetch: int | None = field(default=None, metadata=ANSWER_NEUTRAL)
+    # Processes that decode and prepare clips; None: up to 4 on a GPU, 0 on CPU.
+    loader_workers: int | None = field(default=None, metadata=ANSWER_NEUTRAL)
     inference: str = "sequential"
     history: str = "audio"
     orders: str = "random"
@@ -104,8 +108,9 @@ class RunConfig:
         for name, (value, allowed) in checks.items():
             if value not in allowed:
                 raise ValueError(f"--{name.replace('_', '-')} must be one of {', '.join(allowed)}; got {value!r}")
-        if self.batch_size < 1:
-            raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
+        batching.parse_batch_size(self.batch_size)
+        if self.loader_workers is not None and self.loader_workers < 0:
+            raise ValueError(f"--loader-workers must be >= 0, got {self.loader_workers}")
         if self.prefetch is not None and self.prefetch < 0:
             raise ValueError(f"--prefetch must be >= 0, got {self.prefetch}")
         if self.num_runs < 1:
@@ -455,19 +460,20 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
         template=template, system=system, seed=config.seed, inference=config.inference, history=config.history, oracle=config.oracle
     )
     trajectories = protocol.plan_trajectories(config.modes, config.orders, config.num_runs)
-    chunk_size = max(1, config.batch_size) * 2
+    sizer = batching.BatchSize(config.batch_size)  # auto: the size found is kept for the whole run
+    chunk_size = sizer.size * 2
     session_began = time.perf_counter()
     ahead = loading_depth(config, accelerator.device)
+    workers = prefetch.worker_count(config.loader_workers, accelerator.device)
     # Rank 0 draws the bar for the whole run: it counts every rank's shard lines, not only its own share.
     bar = RunProgress(run_dir, total=len(pending), enabled=is_main and progress and bool(pending),
                       desc=f"{config.model} ({accelerator.num_processes} process{'es' if accelerator.num_processes > 1 else ''})")
-    prepare_for = settings if ahead else None  # in the runner's own thread, features are computed when first needed
 
     def answer_chunks(chunks: list[list[int]]):
-        loaded = prefetch.prefetched(chunks, lambda chunk: load_dialogues(dataset, chunk, model, prepare_for), depth=ahead)
+        loaded = prefetch.load_ahead(chunks, load_dialogues, dataset, model, settings, depth=ahead, workers=workers)
         with contextlib.closing(loaded):
             for dialogues, failed in loaded:
-                records = protocol.run_rounds(model, settings, dialogues, trajectories, batch_size=config.batch_size) if dialogues else []
+                records = protocol.run_rounds(model, settings, dialogues, trajectories, batch_size=sizer) if dialogues else []
                 yield {r.id: r for r in records + failed}
 
     gathered = answer_pending(accelerator, run_dir, ids, pending, chunk_size, answer_chunks, bar.refresh)
@@ -487,6 +493,8 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
         "wall_s": session_wall,
         "dialogues_per_s": len(gathered) / session_wall if gathered and session_wall > 0 else None,
         "prefetch": ahead,
+        "batch_size": sizer.size,
+        "loader_workers": workers,
     }
     store.write_jsonl_atomic(run_dir / SAMPLES_FILE, ordered)
     store.write_json_atomic(run_dir / RESULTS_FILE, results)

@@ -123,8 +123,8 @@ def _holds_no_frames(data: bytes) -> bool:
 
 
 def decode_value(value, sampling_rate: int | None = None, *, name: str = "") -> tuple[np.ndarray, int]:
-    """Decode a `datasets` audio cell: an undecoded {"bytes", "path"} dict or a torchcodec decoder."""
-    if isinstance(value, dict):
+    """Decode an audio cell: an undecoded {"bytes", "path"} dict, or decoded samples ({"array", "sampling_rate"} or a torchcodec decoder)."""
+    if isinstance(value, dict) and "array" not in value:
         if value.get("bytes"):
             return decode_audio(value["bytes"], sampling_rate, name=name or str(value.get("path") or ""))
         if value.get("path"):
@@ -132,7 +132,7 @@ def decode_value(value, sampling_rate: int | None = None, *, name: str = "") -> 
         raise AudioDecodeError(f"{name or 'audio cell'}: neither bytes nor path")
     if value is None:
         raise AudioDecodeError(f"{name or 'audio cell'}: missing clip")
-    # A decoded cell (torchcodec AudioDecoder) supports item access.
+    # A decoded cell (torchcodec AudioDecoder, or samples decoded earlier) supports item access.
     array = np.asarray(value["array"], dtype=np.float32)
     sr = int(value["sampling_rate"])
     if array.ndim > 1:

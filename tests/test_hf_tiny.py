@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-
 import pytest
 import torch
 
@@ -180,13 +178,34 @@ def test_loading_ahead_in_a_thread_gives_the_same_answers(name, kwargs, real_row
     assert answers[0] == answers[1]
 
 
+@pytest.mark.slow
+def test_loading_in_worker_processes_gives_the_same_answers(real_rows, tmp_path, monkeypatch):
+    """--loader-workers: decoding and log-mels in spawned processes (the GPU default), handed back to the adapter."""
+    from transformers import WhisperFeatureExtractor
+
+    extract, here = WhisperFeatureExtractor.__call__, []
+    monkeypatch.setattr(WhisperFeatureExtractor, "__call__", lambda *args, **kwargs: here.append(1) or extract(*args, **kwargs))
+    answers, log_mels_here = {}, {}
+    for workers in (0, 2):
+        here.clear()
+        model = build_model("qwen2.5-omni", pretrained="tiny-random", max_new_tokens=6)
+        config = runner.RunConfig(model=model.name, output_dir=str(tmp_path / f"w{workers}"), batch_size=1, prefetch=1,
+                                  loader_workers=workers, n_bootstrap=0)
+        results = runner.run(config, model=model, dataset=real_rows, progress=False)
+        assert results["deployment"]["session"]["loader_workers"] == workers
+        answers[workers], log_mels_here[workers] = _answers(tmp_path / f"w{workers}"), len(here)
+    assert answers[0] == answers[2]
+    assert log_mels_here == {0: 8 * len(real_rows), 2: 0}  # with workers, every clip's log-mels were made in a worker
+
+
 def test_log_mels_prepared_ahead_are_the_ones_encode_uses(real_rows, monkeypatch):
+    from transformers import WhisperFeatureExtractor
+
     model = build_model("qwen2.5-omni", pretrained="tiny-random")
-    features = model._input_processor.feature_extractor
     dialogue = runner.dialogue_from_row(real_rows[0], 16000)
     model.prepare_clips(protocol.heard_clips(_settings(), dialogue))
-    extract, calls = type(features.extractor).__call__, []
-    monkeypatch.setattr(type(features.extractor), "__call__", lambda *args, **kwargs: calls.append(1) or extract(*args, **kwargs))
+    extract, calls = WhisperFeatureExtractor.__call__, []
+    monkeypatch.setattr(WhisperFeatureExtractor, "__call__", lambda *args, **kwargs: calls.append(1) or extract(*args, **kwargs))
     query = protocol.build_query(_settings(), dialogue, 2, protocol.Trajectory("generate", "random", 0), "low")
     ahead = model.encode([query])
     assert calls == []  # all seven clips of the round-2 prompt were ready
@@ -195,14 +214,23 @@ def test_log_mels_prepared_ahead_are_the_ones_encode_uses(real_rows, monkeypatch
     assert ahead.keys() == plain.keys() and all(torch.equal(ahead[k], plain[k]) for k in plain)
 
 
-def test_per_clip_memos_are_dropped_with_their_clips(real_rows):
-    model = build_model("qwen2.5-omni", pretrained="tiny-random", max_new_tokens=2)
-    log_mels, encoded = model._input_processor.feature_extractor.memo, model._audio_cache.memo
-    dialogue = runner.dialogue_from_row(real_rows[1], 16000)
-    model.prepare_clips(list(dialogue.clips.values()))
-    query = protocol.build_query(_settings(), dialogue, 1, protocol.Trajectory("generate", "random", 0))
-    model.generate([query])
-    assert (len(log_mels), len(encoded)) == (8, 5)  # every clip prepared; round 1 encoded turns 1-3 and both options
-    del dialogue, query
-    gc.collect()
-    assert (len(log_mels), len(encoded)) == (0, 0)  # nothing held past the clips' life, and no stale id to be reused
+def test_log_mels_made_by_a_worker_process_are_the_ones_encode_uses(real_rows, monkeypatch):
+    """`clip_preparer()` is what the runner's loader worker processes run; `adopt_prepared` hands the result back."""
+    import pickle
+
+    from transformers import WhisperFeatureExtractor
+
+    model = build_model("qwen2.5-omni", pretrained="tiny-random")
+    dialogue = runner.dialogue_from_row(real_rows[0], 16000)
+    prepare = pickle.loads(pickle.dumps(model.clip_preparer()))  # as a spawned worker receives it
+    for clip in dialogue.clips.values():
+        model.adopt_prepared(clip, pickle.loads(pickle.dumps(prepare(clip))))
+    extract, calls = WhisperFeatureExtractor.__call__, []
+    monkeypatch.setattr(WhisperFeatureExtractor, "__call__", lambda *args, **kwargs: calls.append(1) or extract(*args, **kwargs))
+    query = protocol.build_query(_settings(), dialogue, 2, protocol.Trajectory("generate", "random", 0), "low")
+    adopted = model.encode([query])
+    assert calls == []
+    monkeypatch.undo()
+    plain = build_model("qwen2.5-omni", pretrained="tiny-random").encode([query])
+    assert all(torch.equal(adopted[k], plain[k]) for k in plain)
+    assert build_model("qwen2-audio", pretrained="tiny-random").clip_preparer() is None  # its processor pads to 30 s itself

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import functools
 
+from eval_scripts.models.hf_audio_lm import LoadedModel
 from eval_scripts.models.tiny import _INIT_RANGE
 from eval_scripts.models.tiny import TINY
-from eval_scripts.models.tiny import TinyModel
 from eval_scripts.models.tiny import _bpe_vocab_and_merges
 from eval_scripts.models.tiny import build_tiny
-from eval_scripts.models.tiny import seeded_init
+from eval_scripts.models.tiny import seeded_model
 from eval_scripts.models.tiny import tiny_tokenizer
 
 WEIGHTS = "tiny random weights (built offline from a config; outputs are meaningless)"
@@ -60,7 +60,7 @@ def _whisper_tokenizer():
     return tokenizer
 
 
-def build_tiny_whisper(seed: int = 0, **dims) -> TinyModel:
+def build_tiny_whisper(seed: int = 0, **dims) -> LoadedModel:
     """WhisperForConditionalGeneration (80 mel bins, d_model 64, 2 + 2 layers) with an English/transcribe prompt.
 
     `dims` override the WhisperConfig sizes (the benchmark builds the architecture of a released size this way).
@@ -82,7 +82,7 @@ def build_tiny_whisper(seed: int = 0, **dims) -> TinyModel:
         suppress_tokens=[], begin_suppress_tokens=[eot], init_std=_INIT_RANGE,
     )
     config.update(dims)
-    model = seeded_init(WhisperForConditionalGeneration, config, seed)
+    model = seeded_model(WhisperForConditionalGeneration, config, seed)
     generation = model.generation_config
     generation.lang_to_id = {"<|en|>": ids["<|en|>"]}
     generation.task_to_id = {"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]}
@@ -95,10 +95,10 @@ def build_tiny_whisper(seed: int = 0, **dims) -> TinyModel:
     # A trained Whisper never emits timestamps after <|notimestamps|>; random weights would, so they are suppressed.
     generation.suppress_tokens = list(range(ids["<|notimestamps|>"] + 1, len(tokenizer)))
     processor = WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=80), tokenizer=tokenizer)
-    return TinyModel(model=model, processor=processor, description=_describe(model, init_seed=int(seed)))
+    return LoadedModel(model=model, processor=processor, description=_describe(model, init_seed=int(seed)))
 
 
-def build_tiny_vad_regressor(seed: int = 0) -> TinyModel:
+def build_tiny_vad_regressor(seed: int = 0) -> LoadedModel:
     """The audeering architecture (layer-norm wav2vec2 + regression head), labels arousal, dominance, valence."""
     from transformers import Wav2Vec2Config
     from transformers import Wav2Vec2FeatureExtractor
@@ -108,13 +108,13 @@ def build_tiny_vad_regressor(seed: int = 0) -> TinyModel:
 
     config = Wav2Vec2Config(**_conv_stack(), feat_extract_norm="layer", do_stable_layer_norm=True, conv_bias=True, final_dropout=0.1,
                             id2label=dict(enumerate(AUDEERING_ORDER)), problem_type="regression")
-    model = seeded_init(Wav2Vec2ForVadRegression, config, seed)
+    model = seeded_model(Wav2Vec2ForVadRegression, config, seed)
     extractor = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000, padding_value=0.0, do_normalize=True,
                                          return_attention_mask=True)
-    return TinyModel(model=model, processor=extractor, description=_describe(model, init_seed=int(seed)))
+    return LoadedModel(model=model, processor=extractor, description=_describe(model, init_seed=int(seed)))
 
 
-def build_tiny_cser(seed: int = 0, lstm_hidden_size: int = 16) -> TinyModel:
+def build_tiny_cser(seed: int = 0, lstm_hidden_size: int = 16) -> LoadedModel:
     """The CSER with a tiny WavLM encoder and a 2-layer BiLSTM of width `lstm_hidden_size` (published order of outputs)."""
     from transformers import Wav2Vec2FeatureExtractor
     from transformers import WavLMConfig
@@ -125,13 +125,13 @@ def build_tiny_cser(seed: int = 0, lstm_hidden_size: int = 16) -> TinyModel:
     encoder = WavLMConfig(**_conv_stack(), feat_extract_norm="layer", do_stable_layer_norm=True, conv_bias=True, num_buckets=32,
                           max_bucket_distance=64).to_dict()
     config = CSERConfig(encoder_config=encoder, lstm_hidden_size=lstm_hidden_size, initializer_range=_INIT_RANGE)
-    model = seeded_init(CSERModel, config, seed)
+    model = seeded_model(CSERModel, config, seed)
     extractor = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000, padding_value=0.0, do_normalize=True,
                                          return_attention_mask=True)
-    return TinyModel(model=model, processor=extractor, description=_describe(model, init_seed=int(seed)))
+    return LoadedModel(model=model, processor=extractor, description=_describe(model, init_seed=int(seed)))
 
 
-def build_tiny_causal_lm(seed: int = 0) -> TinyModel:
+def build_tiny_causal_lm(seed: int = 0) -> LoadedModel:
     """Qwen2ForCausalLM (hidden 64, 2 layers) with the tiny byte-level BPE tokenizer and a ChatML chat template."""
     from transformers import Qwen2Config
     from transformers import Qwen2ForCausalLM
@@ -141,23 +141,23 @@ def build_tiny_causal_lm(seed: int = 0) -> TinyModel:
     config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                          num_key_value_heads=2, max_position_embeddings=32768, initializer_range=_INIT_RANGE,
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, tie_word_embeddings=True)
-    model = seeded_init(Qwen2ForCausalLM, config, seed)
+    model = seeded_model(Qwen2ForCausalLM, config, seed)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
-    return TinyModel(model=model, processor=tokenizer, description=_describe(model, init_seed=int(seed)))
+    return LoadedModel(model=model, processor=tokenizer, description=_describe(model, init_seed=int(seed)))
 
 
-def build_tiny_emotion_classifier(seed: int = 0) -> TinyModel:
+def build_tiny_emotion_classifier(seed: int = 0) -> LoadedModel:
     """Wav2Vec2ForSequenceClassification with the four labels neu, hap, ang, sad."""
     from transformers import Wav2Vec2Config
     from transformers import Wav2Vec2FeatureExtractor
     from transformers import Wav2Vec2ForSequenceClassification
 
     config = Wav2Vec2Config(**_conv_stack(), id2label=dict(enumerate(TINY_EMOTION_LABELS)), classifier_proj_size=_SMALL)
-    model = seeded_init(Wav2Vec2ForSequenceClassification, config, seed)
+    model = seeded_model(Wav2Vec2ForSequenceClassification, config, seed)
     extractor = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000, padding_value=0.0, do_normalize=True,
                                          return_attention_mask=False)
-    return TinyModel(model=model, processor=extractor, description=_describe(model, init_seed=int(seed)))
+    return LoadedModel(model=model, processor=extractor, description=_describe(model, init_seed=int(seed)))
 
 
 # The full Qwen2.5-Omni (thinker + talker + token2wav). Codec ids sit at the top of the talker's small
@@ -168,7 +168,7 @@ TINY_SPEAKER = "Chelsie"  # the released model's default speaker name
 _CODEC = {"pad": 60, "start": 61, "end": 62, "mask": 63}
 
 
-def build_tiny_omni_talker(seed: int = 0) -> TinyModel:
+def build_tiny_omni_talker(seed: int = 0) -> LoadedModel:
     """Qwen2_5OmniForConditionalGeneration with a tiny thinker, talker and token2wav (DiT + BigVGAN at 24 kHz) and one speaker."""
     import torch
     from transformers import Qwen2_5OmniConfig
@@ -197,11 +197,11 @@ def build_tiny_omni_talker(seed: int = 0) -> TinyModel:
                    upsample_rates=[5, 3, 2, 2, 2, 2], upsample_kernel_sizes=[11, 7, 4, 4, 4, 4])
     config = Qwen2_5OmniConfig(thinker_config=text.to_dict(), talker_config=talker,
                                token2wav_config={"dit_config": dit, "bigvgan_config": vocoder})
-    model = seeded_init(Qwen2_5OmniForConditionalGeneration, config, seed)
+    model = seeded_model(Qwen2_5OmniForConditionalGeneration, config, seed)
     generator = torch.Generator().manual_seed(seed)
     model.speaker_map = {TINY_SPEAKER: {"bos_token": token("<|IMAGE|>"), "cond": torch.randn(16, generator=generator),
                                         "ref_mel": torch.randn(1, 30, 80, generator=generator)}}
-    return TinyModel(model=model, processor=thinker.processor, description=_describe(model, init_seed=int(seed), talker=True))
+    return LoadedModel(model=model, processor=thinker.processor, description=_describe(model, init_seed=int(seed), talker=True))
 
 
 def save_tiny_omni_talker(folder, seed: int = 0):

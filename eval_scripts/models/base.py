@@ -94,6 +94,17 @@ class ChoiceModel(abc.ABC):
         Must be thread-safe and must not change any answer; the default does nothing.
         """
 
+    def clip_preparer(self) -> Callable[[Clip], object] | None:
+        """`prepare_clips`'s work on one clip as a picklable function, run in the runner's loader worker processes.
+
+        The runner hands each result back through `adopt_prepared(clip, result)` in the model's
+        process. None (the default): nothing to prepare there.
+        """
+        return None
+
+    def adopt_prepared(self, clip: Clip, prepared: object) -> None:
+        """Take what `clip_preparer()` computed for `clip` in a worker process; the default ignores it."""
+
     def describe(self) -> dict:
         """Adapter configuration recorded in results.json (never secrets)."""
         return {"name": self.name}

@@ -12,42 +12,23 @@ size 64, 2 decoder layers, 2 audio-encoder layers.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
-from dataclasses import dataclass
+
+from eval_scripts.models.hf_audio_lm import LoadedModel
+from eval_scripts.models.hf_audio_lm import built_in_checkpoint
+from eval_scripts.models.hf_families import FAMILIES
+from eval_scripts.models.hf_families import audio_only
+from eval_scripts.models.hf_families import config_token_ids
+from eval_scripts.models.hf_families import family as family_facts
 
 TINY = "tiny-random"
 _HIDDEN = 64
 _VOCAB = 1024  # byte-level BPE size before special tokens
 _INIT_RANGE = 0.2  # wider than the usual 0.02 so random logits are far apart: greedy picks never hinge on rounding
 
-# Special tokens of each family, as in the released tokenizers (names only; ids are ours).
-_CHATML = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
-FAMILY_TOKENS: dict[str, dict[str, str]] = {
-    "qwen2.5-omni": {
-        "audio_token": "<|AUDIO|>",
-        "audio_bos_token": "<|audio_bos|>",
-        "audio_eos_token": "<|audio_eos|>",
-        "image_token": "<|IMAGE|>",
-        "video_token": "<|VIDEO|>",
-        "vision_bos_token": "<|vision_bos|>",
-        "vision_eos_token": "<|vision_eos|>",
-    },
-    "qwen3-omni": {
-        "audio_token": "<|audio_pad|>",
-        "audio_bos_token": "<|audio_start|>",
-        "audio_eos_token": "<|audio_end|>",
-        "image_token": "<|image_pad|>",
-        "video_token": "<|video_pad|>",
-        "vision_bos_token": "<|vision_start|>",
-        "vision_eos_token": "<|vision_end|>",
-    },
-    "qwen2-audio": {
-        "audio_token": "<|AUDIO|>",
-        "audio_bos_token": "<|audio_bos|>",
-        "audio_eos_token": "<|audio_eos|>",
-    },
-}
+_CHATML = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")  # as in the released tokenizers (names only; ids are ours)
 
 # ChatML with audio placeholders, the layout of the released chat templates (our own Jinja).
 _OMNI_TEMPLATE = (
@@ -76,15 +57,6 @@ _QWEN2_AUDIO_TEMPLATE = (
 )
 
 
-@dataclass
-class TinyModel:
-    """A tiny model with its processor, and a description for results.json."""
-
-    model: object
-    processor: object
-    description: dict
-
-
 def tiny_tokenizer(family: str):
     """A byte-level BPE Qwen2Tokenizer with ChatML and the family's audio/vision tokens.
 
@@ -95,7 +67,7 @@ def tiny_tokenizer(family: str):
     from tokenizers import AddedToken
     from transformers import Qwen2Tokenizer
 
-    specials = dict(FAMILY_TOKENS[family])
+    specials = dict(family_facts(family).tokens)
     vocab, merges = _bpe_vocab_and_merges()
     vocab = dict(vocab)
     for token in (*_CHATML, *specials.values()):
@@ -144,28 +116,10 @@ def _bpe_vocab_and_merges() -> tuple[dict[str, int], list[tuple[str, str]]]:
     return model["vocab"], merges
 
 
-def audio_only(processor_class):
-    """A subclass of an omni processor that accepts no image/video processor (audio + text only)."""
-
-    class AudioOnlyProcessor(processor_class):
-        def check_argument_for_proper_class(self, argument_name, argument):
-            if argument is None and argument_name in ("image_processor", "video_processor"):
-                return None
-            return super().check_argument_for_proper_class(argument_name, argument)
-
-        @property
-        def model_input_names(self):
-            names = list(self.tokenizer.model_input_names) + list(self.feature_extractor.model_input_names)
-            return list(dict.fromkeys(names + ["feature_attention_mask"]))
-
-    AudioOnlyProcessor.__name__ = f"AudioOnly{processor_class.__name__}"
-    return AudioOnlyProcessor
-
-
 def _template(family: str) -> str:
     if family == "qwen2-audio":
         return _QWEN2_AUDIO_TEMPLATE
-    tokens = FAMILY_TOKENS[family]
+    tokens = family_facts(family).tokens
     return (
         _OMNI_TEMPLATE.replace("{AUDIO_BOS}", tokens["audio_bos_token"])
         .replace("{AUDIO_EOS}", tokens["audio_eos_token"])
@@ -204,59 +158,39 @@ def _audio_config(**extra) -> dict:
     )
 
 
-def seeded_init(model_class, config, seed: int):
-    """`model_class(config)` with torch's generator seeded, in eval mode; the caller's random state is left as it was.
-
-    The random init is the model: seeding it makes every process build the same weights.
-    """
-    import torch
-
-    generator_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
-    try:
-        model = model_class(config)
-    finally:
-        torch.random.set_rng_state(generator_state)
-    return model.eval()
-
-
-def build_tiny(family: str, seed: int = 0) -> TinyModel:
-    """The tiny random-weight model of a family ("qwen2.5-omni", "qwen3-omni", "qwen2-audio"), seeded."""
+def tiny_processor(family: str):
+    """The family's processor class (audio-only for the omni families) with our tokenizer, a 128-mel Whisper extractor and template."""
+    import transformers
     from transformers import WhisperFeatureExtractor
 
-    if family not in FAMILY_TOKENS:
-        raise ValueError(f"no tiny model for {family!r}; families: {', '.join(FAMILY_TOKENS)}")
-    tokenizer = tiny_tokenizer(family)
-    ids = {name: tokenizer.convert_tokens_to_ids(tok) for name, tok in FAMILY_TOKENS[family].items()}
-    feature_extractor = WhisperFeatureExtractor(feature_size=128)
+    fam = family_facts(family)
+    processor_class = getattr(transformers, fam.processor_class)
+    parts = dict(feature_extractor=WhisperFeatureExtractor(feature_size=128), tokenizer=tiny_tokenizer(family), chat_template=_template(family))
+    if fam.vision:
+        processor_class = audio_only(processor_class)
+        parts.update(image_processor=None, video_processor=None)  # audio + text only: no torchvision needed
+    return processor_class(**parts)
+
+
+def tiny_config(family: str, tokenizer):
+    """The tiny model config of a family, its special-token ids those of `tokenizer`."""
+    import transformers
+
+    fam = family_facts(family)
+    config_class = getattr(transformers, fam.model_class.replace("ForConditionalGeneration", "Config"))
     vocab_size = len(tokenizer)
     common = dict(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-
+    token_ids = config_token_ids(fam, tokenizer)
     if family == "qwen2.5-omni":
-        from transformers import Qwen2_5OmniProcessor
-        from transformers import Qwen2_5OmniThinkerConfig
-        from transformers import Qwen2_5OmniThinkerForConditionalGeneration as model_class
-
-        config = Qwen2_5OmniThinkerConfig(
+        return config_class(
             audio_config=_audio_config(output_dim=_HIDDEN, n_window=100),
             vision_config=_vision_config(fullatt_block_indexes=[0]),
             text_config=_text_config(vocab_size, rope_scaling={"type": "default", "rope_type": "default", "mrope_section": [4, 2, 2]}, **common),
-            audio_token_index=ids["audio_token"],
-            image_token_index=ids["image_token"],
-            video_token_index=ids["video_token"],
-            audio_start_token_id=ids["audio_bos_token"],
-            audio_end_token_id=ids["audio_eos_token"],
-            vision_start_token_id=ids["vision_bos_token"],
-            vision_end_token_id=ids["vision_eos_token"],
             initializer_range=_INIT_RANGE,
+            **token_ids,
         )
-        processor_class = audio_only(Qwen2_5OmniProcessor)
-    elif family == "qwen3-omni":
-        from transformers import Qwen3OmniMoeProcessor
-        from transformers import Qwen3OmniMoeThinkerConfig
-        from transformers import Qwen3OmniMoeThinkerForConditionalGeneration as model_class
-
-        config = Qwen3OmniMoeThinkerConfig(
+    if family == "qwen3-omni":
+        return config_class(
             audio_config=_audio_config(output_dim=_HIDDEN, n_window=50, downsample_hidden_size=32),
             vision_config=_vision_config(deepstack_visual_indexes=[0]),
             text_config=_text_config(
@@ -268,39 +202,44 @@ def build_tiny(family: str, seed: int = 0) -> TinyModel:
                 rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [4, 2, 2], "mrope_interleaved": True},
                 **common,
             ),
-            audio_token_id=ids["audio_token"],
-            image_token_id=ids["image_token"],
-            video_token_id=ids["video_token"],
-            audio_start_token_id=ids["audio_bos_token"],
-            vision_start_token_id=ids["vision_bos_token"],
             initializer_range=_INIT_RANGE,
+            **token_ids,
         )
-        processor_class = audio_only(Qwen3OmniMoeProcessor)
-    else:
-        from transformers import Qwen2AudioConfig
-        from transformers import Qwen2AudioForConditionalGeneration as model_class
-        from transformers import Qwen2AudioProcessor
+    return config_class(audio_config=_audio_config(), text_config=_text_config(vocab_size, **common), initializer_range=_INIT_RANGE, **token_ids)
 
-        config = Qwen2AudioConfig(
-            audio_config=_audio_config(),
-            text_config=_text_config(vocab_size, **common),
-            audio_token_index=ids["audio_token"],
-            initializer_range=_INIT_RANGE,
-        )
-        processor_class = Qwen2AudioProcessor
 
-    parts = dict(feature_extractor=feature_extractor, tokenizer=tokenizer, chat_template=_template(family))
-    if family != "qwen2-audio":
-        parts.update(image_processor=None, video_processor=None)  # audio + text only: no torchvision needed
-    processor = processor_class(**parts)
+def seeded_model(model_class, config, seed: int, device=None, dtype=None):
+    """`model_class(config)` with weights from torch's generator seeded with `seed` (the global generator is left as it was)."""
+    import torch
 
-    model = seeded_init(model_class, config, seed)
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)  # the random init is the model: seed it so every process builds the same weights
+    try:
+        with torch.device(device) if device is not None else contextlib.nullcontext():
+            model = model_class(config) if dtype is None else model_class._from_config(config, dtype=dtype)
+    finally:
+        torch.random.set_rng_state(generator_state)
+    return model.eval()
+
+
+@built_in_checkpoint(TINY)
+def build_tiny(family: str, seed: int = 0) -> LoadedModel:
+    """The tiny random-weight model of a family ("qwen2.5-omni", "qwen3-omni", "qwen2-audio"), seeded."""
+    import transformers
+
+    if family not in FAMILIES:
+        raise ValueError(f"no tiny model for {family!r}; families: {', '.join(FAMILIES)}")
+    processor = tiny_processor(family)
+    tokenizer = processor.tokenizer
+    model_class = getattr(transformers, family_facts(family).model_class)
+    model = seeded_model(model_class, tiny_config(family, tokenizer), seed)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     n_params = sum(p.numel() for p in model.parameters())
-    return TinyModel(
+    return LoadedModel(
         model=model,
         processor=processor,
+        label_note="tiny random weights",
         description={
             "pretrained": TINY,
             "weights": "tiny random weights (built offline from a config; answers are meaningless)",
@@ -322,7 +261,7 @@ def save_tiny(family: str, folder, seed: int = 0):
     folder = Path(folder)
     tiny = build_tiny(family, seed=seed)
     tiny.model.save_pretrained(folder)
-    if family == "qwen2-audio":
+    if not family_facts(family).vision:
         tiny.processor.save_pretrained(folder)
     else:
         tiny.processor.tokenizer.save_pretrained(folder)
