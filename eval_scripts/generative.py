@@ -150,7 +150,7 @@ def _safe(dialogue_id: str) -> str:
 # ---------------------------------------------------------------- answering
 
 
-def _respond(model, requests: list) -> list:
+def respond_in_order(model, requests: list) -> list:
     """The model's replies in request order; a failing batch is retried request by request, a failing request gets its error."""
     from eval_scripts.responders import SpokenReply
 
@@ -198,7 +198,7 @@ def answer_chunk(model, vad, labeller, template: RespondTemplate, dialogues: lis
                                          conversation=list(conversations[d.id]), seed=protocol.derive_seed(seed, "respond", d.id, user_turn + 1),
                                          meta={"dialogue_id": d.id, "turn": user_turn + 1}))
         began = time.perf_counter()
-        replies = _respond(model, requests)
+        replies = respond_in_order(model, requests)
         share = (time.perf_counter() - began) / len(requests)
         for d, request, reply in zip(live, requests, replies):
             turn = user_turn + 1

@@ -37,6 +37,8 @@ rule, and never raise:
    invalid rating is *missing*: it is counted and reported, never scored.
 8. `parse_label` (a decision from a fixed list, e.g. the stop judge's
    `decision`): the value is one of the labels, up to case and blanks.
+   `parse_text_value` reads a free-text field the same way (e.g. the
+   simulated user's `line`): every value must be the same non-empty text.
 9. `parse_option_set` (the utterance tasks' lettered options, key
    `selected`): the value is a letter (A, B, ...; "Option B" too), a list of
    letters, or a string of letters separated by commas or blanks; every
@@ -314,6 +316,26 @@ def parse_label(text: str | None, key: str, labels: tuple[str, ...]) -> ParsedLa
             why = "conflicting" if len(named - {None}) > 1 else f"not one of {', '.join(labels)}"
             return ParsedLabel(None, "invalid", f"{key} = {', '.join(_short(v) for v in found)} ({why})")
         return ParsedLabel(named.pop(), "recovered" if recovered else "json")
+    except Exception as exc:
+        return ParsedLabel(None, "invalid", f"unreadable answer ({type(exc).__name__})")
+
+
+def parse_text_value(text: str | None, key: str) -> ParsedLabel:
+    """The non-empty text `key` holds, every occurrence agreeing (rule 8's reading for free text); never raises."""
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return ParsedLabel(None, "empty", "no text")
+    if not isinstance(text, str):
+        return ParsedLabel(None, "invalid", f"answer is a {type(text).__name__}, not text")
+    try:
+        values, recovered = _key_values(text[:MAX_ANSWER_CHARS], key)
+        found = values + recovered
+        texts = {v.strip() if isinstance(v, str) and v.strip() else None for v in found}
+        if not found:
+            return ParsedLabel(None, "invalid", f"no JSON object with a {key!r} key")
+        if len(texts) != 1 or None in texts:
+            why = "conflicting" if len(texts - {None}) > 1 else "not non-empty text"
+            return ParsedLabel(None, "invalid", f"{key} = {', '.join(_short(v) for v in found)} ({why})")
+        return ParsedLabel(texts.pop(), "recovered" if recovered else "json")
     except Exception as exc:
         return ParsedLabel(None, "invalid", f"unreadable answer ({type(exc).__name__})")
 
