@@ -210,3 +210,57 @@ def test_two_processes_give_the_same_dialogues_and_results_as_one(tmp_path, tiny
     assert _dialogues_without_timing(out) == _dialogues_without_timing(single)
     wavs = sorted(single.glob("dialogues/*/*.wav"))
     assert len(wavs) == 12 and all(w.read_bytes() == (out / w.relative_to(single)).read_bytes() for w in wavs)
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"id": "a"}', "missing field"),
+    ('{"id": "a", "language": "fr", "category": "support", "scenario": "s", "goal": "g", "character": "c", "first_line": "f", '
+     '"first_emotion": "sadness", "topic": "t"}', "language 'fr' is not one of en, zh"),
+    ('{"id": "a", "language": "en", "category": "support", "scenario": "s", "goal": "g", "character": "c", "first_line": "f", '
+     '"first_emotion": "glee", "topic": "t"}', "first_emotion 'glee'"),
+    ('{"id": "a/b", "language": "en", "category": "support", "scenario": "s", "goal": "g", "character": "c", "first_line": "f", '
+     '"first_emotion": "sadness", "topic": "t"}', "cannot name a file"),
+    ("not json", "not JSON"),
+])
+def test_a_bad_profile_is_named_by_file_line_and_field(tmp_path, line, message):
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n" + line + "\n")
+    with pytest.raises(ValueError, match=f"p.jsonl:2: .*{message}"):
+        load_profiles(path)
+
+
+def test_the_default_profiles_cover_every_category_in_both_languages():
+    profiles = load_profiles()
+    assert {(p.language, p.category) for p in profiles} == {(lang, cat) for lang in ("en", "zh") for cat in ("everyday", "support", "conflict")}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--mos", "best"], "--mos must be one of auto, none, utmos"),
+    (["--judge-args", "model=x"], "the scripted backend takes no args"),
+    (["--prompt", "judge=x.json"], "--prompt judge: no such role"),
+    (["--max-turns", "0"], "--max-turns must be >= 1"),
+    (["--profiles", "/nonexistent.jsonl"], "cannot read"),
+])
+def test_cli_mistakes_end_in_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    from speecheq_cli.main import main
+
+    assert main(["interact", "--model", "qwen2.5-omni", "--output-dir", str(tmp_path / "o"), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("speecheq interact: error: ") and message in err[0]
+
+
+class _Loudness:
+    """A MOS predictor plugged in by name (package.module:Class): the reply's RMS level stands in for a quality score."""
+
+    name = "loudness-test"
+
+    def score(self, audio, sampling_rate):
+        return float(np.sqrt(np.mean(np.square(audio))))
+
+
+def test_a_mos_predictor_scores_every_reply_and_is_named(tmp_path):
+    profiles = _profiles(tmp_path, ["en-support-exam"])
+    results = interact(InteractConfig(model="x", output_dir=str(tmp_path / "run"), profiles=str(profiles), max_turns=2,
+                                      mos="test_interactive:_Loudness"), model=_Scripted({"en-support-exam": CARING}), progress=False)
+    assert results["mos"]["predictor"] == "loudness-test" and results["mos"]["n"] == 2
+    assert results["metrics"]["mos"] == pytest.approx(0.1 / np.sqrt(2), rel=1e-3)
