@@ -16,14 +16,14 @@ Each prompt file's SHA-256 is recorded in results.json.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from eval_scripts.interactive.profiles import USER_EMOTIONS
 from eval_scripts.interactive.profiles import UserProfile
 from eval_scripts.prompts import PROMPTS_DIR
+from eval_scripts.prompts import PromptFile
+from eval_scripts.prompts import load_prompt_file
 from speecheq_dataset.audio import encode_wav
 from speecheq_dataset.chat import ChatReply
 
@@ -40,44 +40,14 @@ BACKENDS = ("scripted", "openai", "gemini")
 DEFAULT_MODELS = {"openai": ("gpt-4o", "gpt-audio"), "gemini": ("gemini-2.5-pro", "gemini-2.5-pro")}  # (text, audio)
 
 
-@dataclass(frozen=True)
-class PromptFile:
-    """One role's prompt texts and the SHA-256 of the file's bytes."""
-
-    role: str
-    path: str
-    name: str
-    texts: dict[str, str]
-    sha256: str
-
-    def __getitem__(self, key: str) -> str:
-        return self.texts[key]
-
-    def record(self) -> dict:
-        return {"name": self.name, "path": self.path, "sha256": self.sha256}
-
-
 def load_prompt(role: str, path: str | Path | None = None) -> PromptFile:
     """A role's prompt file (default: prompts/interact/<role>_v1.json); errors name the file and the missing keys."""
-    path = Path(path) if path else DEFAULT_PROMPTS[role]
-    try:
-        raw = path.read_bytes()
-        data = json.loads(raw)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"prompt file {path}: cannot read a JSON object ({exc})") from None
-    missing = [k for k in PROMPT_KEYS[role] if not isinstance(data, dict) or not isinstance(data.get(k), str)]
-    if missing:
-        raise ValueError(f"prompt file {path} ({role}): missing text keys {', '.join(missing)}")
-    texts = {k: data[k] for k in PROMPT_KEYS[role]}
-    return PromptFile(role, str(path), str(data.get("name") or path.stem), texts, hashlib.sha256(raw).hexdigest())
+    return load_prompt_file(path or DEFAULT_PROMPTS[role], PROMPT_KEYS[role])
 
 
 def fill(prompt: PromptFile, key: str, values: dict) -> str:
-    """A prompt text with its placeholders filled; an unknown placeholder is an error naming the file."""
-    try:
-        return prompt[key].format(**values)
-    except (KeyError, IndexError) as exc:
-        raise ValueError(f"prompt file {prompt.path}: unknown placeholder {exc} in {key!r}") from None
+    """A prompt text with its placeholders filled (PromptFile.fill)."""
+    return prompt.fill(key, values)
 
 
 def profile_values(profile: UserProfile) -> dict:

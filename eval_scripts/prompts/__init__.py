@@ -58,6 +58,43 @@ def load_template(path: str | Path | None = None) -> PromptTemplate:
     )
 
 
+@dataclass(frozen=True)
+class PromptFile:
+    """A prompt file's texts (the keys a use needs) plus the SHA-256 of its exact bytes (recorded in results)."""
+
+    path: str
+    name: str
+    texts: dict[str, str]
+    sha256: str
+
+    def __getitem__(self, key: str) -> str:
+        return self.texts[key]
+
+    def fill(self, key: str, values: dict) -> str:
+        """A text with its placeholders filled; an unknown placeholder is an error naming the file."""
+        try:
+            return self.texts[key].format(**values)
+        except (KeyError, IndexError) as exc:
+            raise ValueError(f"prompt file {self.path}: unknown placeholder {exc} in {key!r}") from None
+
+    def record(self) -> dict:
+        return {"name": self.name, "path": self.path, "sha256": self.sha256}
+
+
+def load_prompt_file(path: str | Path, keys: tuple[str, ...]) -> PromptFile:
+    """A JSON prompt file that must hold the text `keys`; errors name the file and the missing keys."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+        data = json.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"prompt file {path}: cannot read a JSON object ({exc})") from None
+    missing = [k for k in keys if not isinstance(data, dict) or not isinstance(data.get(k), str)]
+    if missing:
+        raise ValueError(f"prompt file {path}: missing text keys {', '.join(missing)}")
+    return PromptFile(str(path), str(data.get("name") or path.stem), {k: data[k] for k in keys}, hashlib.sha256(raw).hexdigest())
+
+
 def persona_names() -> list[str]:
     """The seven persona names of SPEC §5."""
     return list(_personas())
