@@ -36,6 +36,7 @@ import numpy as np
 from eval_scripts import protocol
 from eval_scripts import runner
 from eval_scripts import store
+from eval_scripts.sharded import run_pending
 from eval_scripts.models.tiny import TINY
 from eval_scripts.prompts import PROMPTS_DIR
 from speecheq_dataset.columns import audio_column
@@ -315,9 +316,6 @@ def respond(config: RespondConfig, *, model=None, dataset=None, vad=None, labell
 
     `model`, `dataset`, `vad` and `labeller` may be given ready-made (tests); else they come from the config.
     """
-    from accelerate.utils import gather_object
-    from tqdm.auto import tqdm
-
     from eval_scripts.components.vad import build_vad_extractor
     from eval_scripts.responders import build_responder
     from speecheq_dataset.loading import dataset_fingerprint
@@ -349,41 +347,22 @@ def respond(config: RespondConfig, *, model=None, dataset=None, vad=None, labell
     ids = [str(i) for i in dataset["id"]]
     # The scenario valence (v2 data; None in v1) groups the scores; the runner's dialogues do not carry it.
     valences = dict(zip(ids, dataset["scenario_valence"])) if "scenario_valence" in dataset.column_names else {}
-    previous = store.latest_records(store.read_shard_lines(run_dir), ids)
-    done = {i for i, r in previous.items() if r["status"] == "ok"}
-    pending = [k for k, i in enumerate(ids) if i not in done]
-    if is_main and done:
-        logger.info("resuming %s: %d of %d dialogues already done", run_dir, len(done), len(ids))
-    accelerator.wait_for_everyone()  # every rank reads the shards before any rank appends
 
-    new_records: list[dict] = []
-    began = time.perf_counter()
-    with accelerator.split_between_processes(pending) as mine:
-        mine = list(mine)
-        bar = tqdm(total=len(mine), disable=not (is_main and progress), unit="dlg", desc=f"respond {config.model}", dynamic_ncols=True)
-        with store.ShardWriter(store.shard_path(run_dir, accelerator.process_index)) as writer:
-            for start in range(0, len(mine), config.batch_size):
-                chunk = mine[start : start + config.batch_size]
-                dialogues, failed = runner.load_dialogues(dataset, chunk, model)
-                records = answer_chunk(model, vad, labeller, template, dialogues, config.seed, run_dir) if dialogues else []
-                failed = [{"id": r.id, "subscale": r.subscale, "status": "failed", "error": r.error, "turns": []} for r in failed]
-                by_id = {r["id"]: {**r, "valence": valences.get(r["id"]) or None} for r in records + failed}
-                for k in chunk:
-                    writer.append(by_id[ids[k]])
-                    new_records.append(by_id[ids[k]])
-                bar.update(len(chunk))
-        bar.close()
-    gathered = gather_object(new_records) if accelerator.num_processes > 1 else new_records
-    accelerator.wait_for_everyone()
-    wall = time.perf_counter() - began
-    if not is_main:
+    def process(chunk: list[int]) -> list[dict]:
+        dialogues, failed = runner.load_dialogues(dataset, chunk, model)
+        records = answer_chunk(model, vad, labeller, template, dialogues, config.seed, run_dir) if dialogues else []
+        failed = [{"id": r.id, "subscale": r.subscale, "status": "failed", "error": r.error, "turns": []} for r in failed]
+        by_id = {r["id"]: {**r, "valence": valences.get(r["id"]) or None} for r in records + failed}
+        return [by_id[ids[k]] for k in chunk]
+
+    done = run_pending(accelerator, run_dir, ids, process, chunk_size=config.batch_size, progress=progress, desc=f"respond {config.model}")
+    if done is None:
         return None
-    final = store.latest_records([*previous.values(), *gathered], ids)
-    ordered = [final[i] for i in ids if i in final]
+    ordered = done.records
     for record in ordered:  # failed-at-load records carry no turns
         record.setdefault("turns", [])
     results = build_results(config, model, vad, labeller, ordered, run_dir, fingerprint, template, accelerator.num_processes)
-    results["deployment"]["session"] = {"dialogues": len(gathered), "wall_s": wall}
+    results["deployment"]["session"] = {"dialogues": done.new, "wall_s": done.wall_s}
     store.write_jsonl_atomic(run_dir / store.SAMPLES_FILE, ordered)
     store.write_json_atomic(run_dir / runner.RESULTS_FILE, results)
     return results

@@ -9,19 +9,19 @@ under DIR/dialogues/<id>/), DIR/samples.jsonl and DIR/results.json.
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import sys
 from pathlib import Path
 
-# Launched as a script, Python puts eval_scripts/ first on sys.path (see run.py): drop it, add the root if not installed.
-if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
-try:
-    import eval_scripts  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# Launched as a script, Python puts eval_scripts/ first on sys.path (see run.py): put the folder above it there instead
+# (the checkout, or site-packages when installed), so our modules are importable only under their package.
+if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
+from eval_scripts.cli_common import add_run_flags  # noqa: E402
+from eval_scripts.cli_common import finish_cli  # noqa: E402
+from eval_scripts.cli_common import start_cli  # noqa: E402
+from eval_scripts.cli_common import track_parser  # noqa: E402
+from eval_scripts.cli_common import with_weight_flags  # noqa: E402
 from eval_scripts.interactive.track import InteractConfig  # noqa: E402
 from eval_scripts.run import one_line  # noqa: E402
 from eval_scripts.run import parse_model_args  # noqa: E402
@@ -33,13 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     from eval_scripts.responders import known_responders
     from speecheq_dataset.tts_backends import TTS_BACKENDS
 
-    p = argparse.ArgumentParser(
-        prog="speecheq interact",
-        description="Multi-Bench's interactive track (SPEC §8): a simulated user talks with a speech-output model; judges rate it.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--model", required=True, help=f"speech-output model under test: {', '.join(known_responders())}")
-    p.add_argument("--model-args", "--model_args", dest="model_args", default="", help="model kwargs k=v,k=v (e.g. pretrained=tiny-random)")
+    p = track_parser("speecheq interact",
+                     "Multi-Bench's interactive track (SPEC §8): a simulated user talks with a speech-output model; judges rate it.",
+                     model_help=f"speech-output model under test: {', '.join(known_responders())}",
+                     output_help="run directory (dialogues/, samples.jsonl, results.json); re-running resumes")
     p.add_argument("--user-llm", choices=BACKENDS, default=InteractConfig.user_llm, help="who plays the user: scripted (offline) or an LLM API")
     p.add_argument("--user-llm-args", default="", help="k=v,k=v: model, base_url, api_key_env, temperature, concurrency, max_attempts, timeout, ...")
     p.add_argument("--tts", default=InteractConfig.tts, help=f"TTS of the user's lines: {', '.join(TTS_BACKENDS)} or package.module:Class")
@@ -55,22 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="dialogues advanced together (per process)")
     p.add_argument("--mos", default=InteractConfig.mos, help="speech quality of the replies: auto (utmos when installed), none, utmos, or package.module:Class")
     p.add_argument("--n-bootstrap", type=int, default=InteractConfig.n_bootstrap, help="bootstrap resamples of the 95%% intervals")
-    p.add_argument("--output-dir", "--output_path", dest="output_dir", required=True, help="run directory; re-running resumes")
-    p.add_argument("--dtype", default=None, help="HF models: torch dtype")
-    p.add_argument("--device-map", default=None, help="HF models: from_pretrained device_map")
-    p.add_argument("--trust-remote-code", action="store_true", help="HF models: allow code from the model repository")
-    p.add_argument("--overwrite", action="store_true", help="discard what the output dir holds and start over")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_run_flags(p)
     return p
 
 
 def config_from_args(args: argparse.Namespace) -> InteractConfig:
-    model_args = parse_model_args(args.model_args)
-    for key in ("dtype", "device_map"):
-        if getattr(args, key) is not None:
-            model_args.setdefault(key, getattr(args, key))
-    if args.trust_remote_code:
-        model_args.setdefault("trust_remote_code", True)
+    model_args = with_weight_flags(args, parse_model_args(args.model_args))
     prompts = {}
     for item in args.prompt:
         role, sep, path = item.partition("=")
@@ -89,33 +76,17 @@ def main(argv: list[str] | None = None) -> int:
     from eval_scripts.interactive.track import interact
 
     args = build_parser().parse_args(argv)
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    from speecheq_dataset.secrecy import install_log_scrubber
-
-    install_log_scrubber()
-    command = [sys.argv[0] if argv is None else "speecheq interact", *(sys.argv[1:] if argv is None else argv)]
+    command = start_cli("speecheq interact", argv)
     try:
         config = config_from_args(args)
         results = interact(config, progress=not args.no_progress, command=command)
     except (ValueError, FileNotFoundError, ImportError) as exc:
         print(f"speecheq interact: error: {one_line(exc)}", file=sys.stderr)
         return 2
-    if results is None:
-        return 0
-    out = Path(config.output_dir)
-    if results["metrics"] is None:
-        first = results["failed_dialogues"][0]["error"] if results["failed_dialogues"] else "no profiles"
-        print(f"speecheq interact: error: no dialogue completed (first failure: {first[:200]}); see {out / 'results.json'}", file=sys.stderr)
-        return 1
-    m = results["metrics"]
-    shown = {k: m[k] for k in ("turn_score", "turn_score_ci95", "dialogue_score", "mean_turns", "stop_reasons", "turn_judge_missing", "mos")}
-    print(f"{results['label']} (interactive): {json.dumps(shown, ensure_ascii=False)}")
-    if results["failed_dialogues"]:
-        print(f"{len(results['failed_dialogues'])} dialogue(s) failed; see results.json failed_dialogues", file=sys.stderr)
-    print(f"wrote {out / 'results.json'}, samples.jsonl and dialogues/")
-    return 0
-
+    m = results["metrics"] if results else None
+    shown = {k: m[k] for k in ("turn_score", "turn_score_ci95", "dialogue_score", "mean_turns", "stop_reasons", "turn_judge_missing", "mos")} if m else {}
+    return finish_cli("speecheq interact", results, config.output_dir, summary=("interactive", shown), failed_key="failed_dialogues",
+                      noun="dialogue", wrote="samples.jsonl and dialogues/")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -240,6 +240,30 @@ def _opens_single_quoted(text: str, i: int) -> bool:
 # ---------------------------------------------------------------- judges and lettered options (rules 7-9)
 
 
+def _framed(text: object, missing, read):
+    """The frame every reader below shares: no text is "empty", a non-string "invalid", and `read` never lets an error out.
+
+    `missing(status, detail)` builds the reader's no-answer result; `read(text)` reads a string, cut at MAX_ANSWER_CHARS.
+    """
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return missing("empty", "no text")
+    if not isinstance(text, str):
+        return missing("invalid", f"answer is a {type(text).__name__}, not text")
+    try:
+        return read(text[:MAX_ANSWER_CHARS])
+    except Exception as exc:  # the rules are meant never to raise; this makes it a guarantee
+        return missing("invalid", f"unreadable answer ({type(exc).__name__})")
+
+
+def _agreed(found: list, value_of, what: str, key: str) -> tuple[object, str | None]:
+    """(the one value every occurrence names, None) or (None, why not): a conflict or a value naming nothing (rule 3)."""
+    named = {value_of(v) for v in found}
+    if len(named) == 1 and None not in named:
+        return named.pop(), None
+    why = "conflicting" if len(named - {None}) > 1 else what
+    return None, f"{key} = {', '.join(_short(v) for v in found)} ({why})"
+
+
 @dataclass(frozen=True)
 class ParsedScore:
     """A judge's rating: `score` on the scale or None (missing), its reason, and how it was read."""
@@ -268,76 +292,51 @@ def score_value(value: object, scale: tuple[int, int]) -> int | None:
 
 def parse_judge_score(text: str | None, *, scale: tuple[int, int] = (1, 5), key: str = "score", reason_key: str = "reason") -> ParsedScore:
     """A judge's rating and reason by rule 7; returns for any input, never raises."""
-    if text is None or (isinstance(text, str) and not text.strip()):
-        return ParsedScore(None, None, "empty", "no text")
-    if not isinstance(text, str):
-        return ParsedScore(None, None, "invalid", f"answer is a {type(text).__name__}, not text")
-    try:
-        text = text[:MAX_ANSWER_CHARS]
+
+    def read(text: str) -> ParsedScore:
         values, recovered = _key_values(text, key)
         if not values and not recovered:
             return ParsedScore(None, None, "invalid", f"no JSON object with a {key!r} key")
-        found = values + recovered
-        scores = {score_value(v, scale) for v in found}
-        if len(scores) != 1 or None in scores:
-            why = "conflicting" if len(scores - {None}) > 1 else f"not a whole number in {scale[0]}-{scale[1]}"
-            return ParsedScore(None, None, "invalid", f"{key} = {', '.join(_short(v) for v in found)} ({why})")
+        score, why = _agreed(values + recovered, lambda v: score_value(v, scale), f"not a whole number in {scale[0]}-{scale[1]}", key)
+        if why:
+            return ParsedScore(None, None, "invalid", why)
         reasons = [r.strip() for r in sum(_key_values(text, reason_key), []) if isinstance(r, str) and r.strip()]
         if not reasons:
             return ParsedScore(None, None, "invalid", f"{key} without a {reason_key!r} (the judge must give one)")
-        return ParsedScore(scores.pop(), reasons[0], "recovered" if recovered else "json")
-    except Exception as exc:  # the rules are meant never to raise; this makes it a guarantee
-        return ParsedScore(None, None, "invalid", f"unreadable answer ({type(exc).__name__})")
+        return ParsedScore(score, reasons[0], "recovered" if recovered else "json")
+
+    return _framed(text, lambda status, detail: ParsedScore(None, None, status, detail), read)
 
 
 @dataclass(frozen=True)
 class ParsedLabel:
-    """A decision from a fixed list (`label` None when there is none), and how it was read."""
+    """A decision from a fixed list, or a free text (`label` None when there is none), and how it was read."""
 
     label: str | None
     status: str  # "json", "recovered", "invalid", "empty"
     detail: str = ""
 
 
-def parse_label(text: str | None, key: str, labels: tuple[str, ...]) -> ParsedLabel:
-    """The label `key` names, one of `labels` up to case and blanks (rule 8); never raises."""
-    if text is None or (isinstance(text, str) and not text.strip()):
-        return ParsedLabel(None, "empty", "no text")
-    if not isinstance(text, str):
-        return ParsedLabel(None, "invalid", f"answer is a {type(text).__name__}, not text")
-    try:
-        values, recovered = _key_values(text[:MAX_ANSWER_CHARS], key)
+def _read_value(text: object, key: str, value_of, what: str) -> ParsedLabel:
+    def read(text: str) -> ParsedLabel:
+        values, recovered = _key_values(text, key)
         if not values and not recovered:
             return ParsedLabel(None, "invalid", f"no JSON object with a {key!r} key")
-        known = {label.lower(): label for label in labels}
-        found = values + recovered
-        named = {known.get(v.strip().lower()) if isinstance(v, str) else None for v in found}
-        if len(named) != 1 or None in named:
-            why = "conflicting" if len(named - {None}) > 1 else f"not one of {', '.join(labels)}"
-            return ParsedLabel(None, "invalid", f"{key} = {', '.join(_short(v) for v in found)} ({why})")
-        return ParsedLabel(named.pop(), "recovered" if recovered else "json")
-    except Exception as exc:
-        return ParsedLabel(None, "invalid", f"unreadable answer ({type(exc).__name__})")
+        value, why = _agreed(values + recovered, value_of, what, key)
+        return ParsedLabel(None, "invalid", why) if why else ParsedLabel(value, "recovered" if recovered else "json")
+
+    return _framed(text, lambda status, detail: ParsedLabel(None, status, detail), read)
+
+
+def parse_label(text: str | None, key: str, labels: tuple[str, ...]) -> ParsedLabel:
+    """The label `key` names, one of `labels` up to case and blanks (rule 8); never raises."""
+    known = {label.lower(): label for label in labels}
+    return _read_value(text, key, lambda v: known.get(v.strip().lower()) if isinstance(v, str) else None, f"not one of {', '.join(labels)}")
 
 
 def parse_text_value(text: str | None, key: str) -> ParsedLabel:
     """The non-empty text `key` holds, every occurrence agreeing (rule 8's reading for free text); never raises."""
-    if text is None or (isinstance(text, str) and not text.strip()):
-        return ParsedLabel(None, "empty", "no text")
-    if not isinstance(text, str):
-        return ParsedLabel(None, "invalid", f"answer is a {type(text).__name__}, not text")
-    try:
-        values, recovered = _key_values(text[:MAX_ANSWER_CHARS], key)
-        found = values + recovered
-        texts = {v.strip() if isinstance(v, str) and v.strip() else None for v in found}
-        if not found:
-            return ParsedLabel(None, "invalid", f"no JSON object with a {key!r} key")
-        if len(texts) != 1 or None in texts:
-            why = "conflicting" if len(texts - {None}) > 1 else "not non-empty text"
-            return ParsedLabel(None, "invalid", f"{key} = {', '.join(_short(v) for v in found)} ({why})")
-        return ParsedLabel(texts.pop(), "recovered" if recovered else "json")
-    except Exception as exc:
-        return ParsedLabel(None, "invalid", f"unreadable answer ({type(exc).__name__})")
+    return _read_value(text, key, lambda v: v.strip() if isinstance(v, str) and v.strip() else None, "not non-empty text")
 
 
 @dataclass(frozen=True)
@@ -363,7 +362,7 @@ _BARE_LETTERS = re.compile(r"^[\s\"'`*(\[]*((?:option[\s_\-]*)?[A-Z](?:(?:\s*[,;
 
 def option_letters(value: object, n_options: int) -> tuple[int, ...] | None:
     """The 0-based options a `selected` value names (rule 9), or None when any item names none."""
-    items = value if isinstance(value, list) else [value]
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
     if not items:
         return None
     chosen = set()
@@ -383,34 +382,21 @@ def option_letters(value: object, n_options: int) -> tuple[int, ...] | None:
 
 def parse_option_set(text: str | None, n_options: int, *, single: bool = False) -> ParsedOptions:
     """The lettered options an answer selects by rule 9 (`single`: exactly one); never raises."""
-    if text is None or (isinstance(text, str) and not text.strip()):
-        return ParsedOptions(None, "empty", "no text")
-    if not isinstance(text, str):
-        return ParsedOptions(None, "invalid", f"answer is a {type(text).__name__}, not text")
-    try:
-        text = text[:MAX_ANSWER_CHARS]
+
+    def read(text: str) -> ParsedOptions:
         values, recovered = _key_values(text, "selected")
-        if values or recovered:
-            found = values + recovered
-            sets = {option_letters(_text_items(v), n_options) for v in found}
-            status = "recovered" if recovered else "json"
-        else:
+        found, status = values + recovered, "recovered" if recovered else "json"
+        if not found:
             bare = _BARE_LETTERS.match(text)
             if not bare:
                 return ParsedOptions(None, "invalid", "no JSON object with a 'selected' key and no bare letters")
-            found, sets, status = [bare.group(1)], {option_letters(bare.group(1), n_options)}, "bare"
-        if len(sets) != 1 or None in sets:
-            letters = ", ".join(chr(ord("A") + k) for k in range(n_options))
-            why = "conflicting" if len(sets - {None}) > 1 else f"not among the options {letters}"
-            return ParsedOptions(None, "invalid", f"selected = {', '.join(_short(v) for v in found)} ({why})")
-        chosen = sets.pop()
+            found, status = [bare.group(1)], "bare"
+        letters = ", ".join(chr(ord("A") + k) for k in range(n_options))
+        chosen, why = _agreed(found, lambda v: option_letters(v, n_options), f"not among the options {letters}", "selected")
+        if why:
+            return ParsedOptions(None, "invalid", why)
         if single and len(chosen) != 1:
             return ParsedOptions(None, "invalid", f"{len(chosen)} options selected where one is asked")
         return ParsedOptions(chosen, status)
-    except Exception as exc:
-        return ParsedOptions(None, "invalid", f"unreadable answer ({type(exc).__name__})")
 
-
-def _text_items(value: object) -> object:
-    """A list value with only strings kept as is; anything else unchanged (option_letters rejects it)."""
-    return list(value) if isinstance(value, (list, tuple)) else value
+    return _framed(text, lambda status, detail: ParsedOptions(None, status, detail), read)

@@ -33,6 +33,7 @@ from eval_scripts.models.base import build_model
 from eval_scripts.prompts import load_template
 from eval_scripts.prompts import persona_text
 from eval_scripts.prompts import prompt_hash
+from eval_scripts.sharded import gather_standing
 from speecheq_dataset.columns import CLIP_COLUMNS
 from speecheq_dataset.columns import TEXT_COLUMNS
 from speecheq_dataset.columns import TONE_COLUMNS
@@ -389,8 +390,6 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
     the model is built. `model` and `dataset` may be given ready-made (tests, the demo);
     else they come from the config. `command` is the command line recorded in results.json.
     """
-    from accelerate.utils import gather_object
-
     from speecheq_dataset.loading import dataset_fingerprint
 
     config.validate()
@@ -451,22 +450,19 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
                     new_records.append(record)
                 bar.refresh(len(chunk))
         bar.close()
-    gathered = gather_object(new_records) if accelerator.num_processes > 1 else new_records
-    accelerator.wait_for_everyone()
+    ordered, new = gather_standing(accelerator, previous, new_records, ids)
     session_wall = time.perf_counter() - session_began
     if not is_main:
         return None
-    final = store.latest_records([*previous.values(), *gathered], ids)
-    ordered = [final[i] for i in ids if i in final]
     results = build_results(config, model, ordered, fingerprint, the_prompt_hash, template, accelerator.num_processes)
     results["timestamp_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     results["accelerator"] = accelerator_description()
     results["command"] = shlex.join(command) if command else None
     # This invocation's throughput over all processes (start-up excluded; resumed work not counted).
     results["deployment"]["session"] = {
-        "dialogues": len(gathered),
+        "dialogues": new,
         "wall_s": session_wall,
-        "dialogues_per_s": len(gathered) / session_wall if gathered and session_wall > 0 else None,
+        "dialogues_per_s": new / session_wall if new and session_wall > 0 else None,
         "prefetch": ahead,
     }
     store.write_jsonl_atomic(run_dir / SAMPLES_FILE, ordered)

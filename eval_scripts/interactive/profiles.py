@@ -10,7 +10,6 @@ profiles_v1.jsonl, was written for this project.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from dataclasses import dataclass
 from dataclasses import fields
@@ -93,24 +92,11 @@ def profile_from_dict(data: dict, where: str) -> UserProfile:
 def load_profiles(path: str | Path | None = None) -> list[UserProfile]:
     """The profiles of a JSONL file (default: profiles_v1.jsonl); errors name the file, the line and the field."""
     path = Path(path) if path else DEFAULT_PROFILES
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ValueError(f"--profiles {path}: cannot read ({exc.strerror or exc})") from None
-    profiles, seen = [], set()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            data = json.loads(line)
-        except ValueError as exc:
-            raise ValueError(f"{where}: not JSON ({exc})") from None
-        profile = profile_from_dict(data, where)
-        if profile.id in seen:
-            raise ValueError(f"{where}: id {profile.id!r} appears twice")
-        seen.add(profile.id)
-        profiles.append(profile)
+    if not path.is_file():
+        raise ValueError(f"--profiles {path}: cannot read (no such file)")
+    from eval_scripts.store import load_json_items
+
+    profiles = load_json_items(path, profile_from_dict, lambda profile: profile.id)
     if not profiles:
         raise ValueError(f"--profiles {path}: no profiles")
     return profiles

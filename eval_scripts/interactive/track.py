@@ -55,6 +55,7 @@ from eval_scripts.parsing import parse_judge_score
 from eval_scripts.parsing import parse_label
 from eval_scripts.parsing import parse_text_value
 from eval_scripts.protocol import derive_seed
+from eval_scripts.sharded import run_pending
 
 logger = logging.getLogger(__name__)
 
@@ -468,9 +469,6 @@ def interact(config: InteractConfig, *, model=None, agents: Agents | None = None
 
     `model`, `agents` and `mos_predictor` may be given ready-made (tests); else they come from the config.
     """
-    from accelerate.utils import gather_object
-    from tqdm.auto import tqdm
-
     from eval_scripts.responders import build_responder
 
     config.validate()
@@ -496,38 +494,21 @@ def interact(config: InteractConfig, *, model=None, agents: Agents | None = None
         model = build_responder(config.model, **config.model_args)
 
     ids = [p.id for p in profiles]
-    previous = store.latest_records(store.read_shard_lines(run_dir), ids)
-    done = {i for i, r in previous.items() if r["status"] == "ok"}
-    pending = [k for k, i in enumerate(ids) if i not in done]
-    if is_main and done:
-        logger.info("resuming %s: %d of %d dialogues already done", run_dir, len(done), len(ids))
-    accelerator.wait_for_everyone()  # every rank reads the shards before any rank appends
 
-    new_records: list[dict] = []
-    began = time.perf_counter()
-    with accelerator.split_between_processes(pending) as mine:
-        mine = list(mine)
-        bar = tqdm(total=len(mine), disable=not (is_main and progress), unit="dlg", desc=f"interact {config.model}", dynamic_ncols=True)
-        with store.ShardWriter(store.shard_path(run_dir, accelerator.process_index)) as writer:
-            for start in range(0, len(mine), config.batch_size):
-                chunk = [profiles[k] for k in mine[start : start + config.batch_size]]
-                for record in run_chunk(model, agents, chunk, config, run_dir):
-                    store.write_json_atomic(run_dir / f"{dialogue_folder(record['id'])}.json", record)
-                    writer.append(record)  # the commit point: a dialogue is done once its line is in the shard
-                    new_records.append(record)
-                bar.update(len(chunk))
-        bar.close()
-    gathered = gather_object(new_records) if accelerator.num_processes > 1 else new_records
-    accelerator.wait_for_everyone()
-    wall = time.perf_counter() - began
-    if not is_main:
+    def process(chunk: list[int]) -> list[dict]:
+        records = run_chunk(model, agents, [profiles[k] for k in chunk], config, run_dir)
+        for record in records:  # the dialogue's file first; its shard line (appended next) marks it done
+            store.write_json_atomic(run_dir / f"{dialogue_folder(record['id'])}.json", record)
+        return records
+
+    done = run_pending(accelerator, run_dir, ids, process, chunk_size=config.batch_size, progress=progress, desc=f"interact {config.model}")
+    if done is None:
         return None
-    final = store.latest_records([*previous.values(), *gathered], ids)
-    ordered = [final[i] for i in ids if i in final]
+    ordered = done.records
     mos = mos_summary(mos_predictor, mos_note, run_dir, ordered)
     results = build_results(config, ordered, model=model, agents=agents, profiles_info=profiles_info, mos=mos,
                             num_processes=accelerator.num_processes)
-    results["deployment"]["session"] = {"dialogues": len(gathered), "wall_s": wall}
+    results["deployment"]["session"] = {"dialogues": done.new, "wall_s": done.wall_s}
     results["timestamp_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     results["command"] = shlex.join(command) if command else None
     store.write_jsonl_atomic(run_dir / store.SAMPLES_FILE, ordered)

@@ -9,11 +9,12 @@ folder and exits. Writes DIR/samples.jsonl and DIR/results.json.
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import sys
-from pathlib import Path
 
+from eval_scripts.cli_common import add_run_flags
+from eval_scripts.cli_common import finish_cli
+from eval_scripts.cli_common import start_cli
+from eval_scripts.cli_common import track_parser
 from eval_scripts.multibench.run import MultibenchConfig
 from eval_scripts.multibench.tasks import TASKS
 from eval_scripts.run import one_line
@@ -21,28 +22,22 @@ from eval_scripts.run import parse_model_args
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="speecheq multibench", description="Multi-Bench utterance tasks (SPEC §8) on a local JSONL + audio folder.",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = track_parser("speecheq multibench", "Multi-Bench utterance tasks (SPEC §8) on a local JSONL + audio folder.", required=False,
+                     model_help="registered adapter (as in speecheq eval): qwen2.5-omni, qwen3-omni, qwen2-audio, openai, gemini, cascade",
+                     output_help="run directory (samples.jsonl, results.json); re-running resumes")
     p.add_argument("task", choices=list(TASKS), help="the utterance task")
     p.add_argument("--data", default=None, help="data folder (<task>.jsonl + audio; docs/multibench.md); default: the tiny example sets")
     p.add_argument("--write-examples", default=None, metavar="DIR", help="write the example sets of every task into DIR and exit")
-    p.add_argument("--model", help="registered adapter (as in speecheq eval): qwen2.5-omni, qwen3-omni, qwen2-audio, openai, gemini, cascade")
-    p.add_argument("--model-args", "--model_args", dest="model_args", default="", help="adapter kwargs k=v,k=v (e.g. pretrained=tiny-random)")
     p.add_argument("--judge", choices=("scripted", "openai", "gemini"), default=MultibenchConfig.judge, help="judge of the semi-open tasks")
     p.add_argument("--judge-args", default="", help="k=v,k=v: model, base_url, api_key_env, temperature, concurrency, ...")
-    p.add_argument("--output-dir", "--output_path", dest="output_dir", help="run directory (samples.jsonl, results.json); re-running resumes")
     p.add_argument("--limit", type=int, default=None, help="only the first N items")
     p.add_argument("--seed", type=int, default=MultibenchConfig.seed, help="seed of the per-item seeds")
     p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=int, default=MultibenchConfig.batch_size, help="queries per model call")
     p.add_argument("--prompt-file", default=None, help="another task prompt (keys system, question, answer)")
     p.add_argument("--judge-prompt-file", default=None, help="another semi-open judge prompt (keys system, user)")
     p.add_argument("--pass-mark", type=int, default=MultibenchConfig.pass_mark, help="semi-open: a rating at or above it counts as right")
-    p.add_argument("--dtype", default=None, help="HF models: torch dtype")
-    p.add_argument("--device-map", default=None, help="HF models: from_pretrained device_map")
-    p.add_argument("--trust-remote-code", action="store_true", help="HF models: allow code from the model repository")
     p.add_argument("--max-new-tokens", type=int, default=None, help="generation budget")
-    p.add_argument("--overwrite", action="store_true", help="discard what the output dir holds and start over")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_run_flags(p)
     return p
 
 
@@ -73,12 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from eval_scripts.multibench.run import run_task
 
     args = build_parser().parse_args(argv)
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    from speecheq_dataset.secrecy import install_log_scrubber
-
-    install_log_scrubber()
-    command = [sys.argv[0] if argv is None else "speecheq multibench", *(sys.argv[1:] if argv is None else argv)]
+    command = start_cli("speecheq multibench", argv)
     try:
         if args.write_examples:
             from eval_scripts.multibench.examples import write_examples
@@ -90,18 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError, ImportError) as exc:
         print(f"speecheq multibench: error: {one_line(exc)}", file=sys.stderr)
         return 2
-    if results is None:
-        return 0
-    out = Path(config.output_dir)
-    if results["metrics"] is None:
-        print(f"speecheq multibench: error: no item could be answered; see {out / 'results.json'} (failed_items)", file=sys.stderr)
-        return 1
-    print(f"{results['label']} ({results['task']}): {json.dumps(results['metrics'], ensure_ascii=False)}")
-    if results["failed_items"]:
-        print(f"{len(results['failed_items'])} item(s) failed; see results.json failed_items", file=sys.stderr)
-    print(f"wrote {out / 'results.json'} and samples.jsonl")
-    return 0
-
+    return finish_cli("speecheq multibench", results, config.output_dir, summary=(args.task, results["metrics"] if results else None),
+                      failed_key="failed_items", noun="item", wrote="samples.jsonl")
 
 if __name__ == "__main__":
     sys.exit(main())

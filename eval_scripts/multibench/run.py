@@ -18,7 +18,6 @@ import datetime
 import hashlib
 import logging
 import shlex
-import time
 from collections import Counter
 from dataclasses import dataclass
 from dataclasses import field
@@ -41,6 +40,7 @@ from eval_scripts.multibench.tasks import reference_indices
 from eval_scripts.multibench.tasks import task_by_name
 from eval_scripts.parsing import parse_judge_score
 from eval_scripts.parsing import parse_option_set
+from eval_scripts.sharded import run_pending
 
 logger = logging.getLogger(__name__)
 
@@ -171,9 +171,6 @@ def scores(task: Task, records: list[dict], pass_mark: int) -> dict | None:
 
 def run_task(config: MultibenchConfig, *, model=None, judge=None, progress: bool = True, command: list[str] | None = None) -> dict | None:
     """Run (or resume) one utterance task; results.json's content on the main process, None elsewhere."""
-    from accelerate.utils import gather_object
-    from tqdm.auto import tqdm
-
     from eval_scripts.models.base import build_model
     from eval_scripts.multibench.examples import example_data
     from eval_scripts.multibench.judge import build_judge
@@ -203,32 +200,15 @@ def run_task(config: MultibenchConfig, *, model=None, judge=None, progress: bool
         model = build_model(config.model, **config.model_args)
 
     ids = [item["id"] for item in items]
-    previous = store.latest_records(store.read_shard_lines(run_dir), ids)
-    done = {i for i, r in previous.items() if r["status"] == "ok"}
-    pending = [k for k, i in enumerate(ids) if i not in done]
-    accelerator.wait_for_everyone()  # every rank reads the shards before any rank appends
 
-    new_records: list[dict] = []
-    began = time.perf_counter()
-    chunk_size = 2 * config.batch_size
-    with accelerator.split_between_processes(pending) as mine:
-        mine = list(mine)
-        bar = tqdm(total=len(mine), disable=not (is_main and progress), unit="item", desc=f"{task.name} {config.model}", dynamic_ncols=True)
-        with store.ShardWriter(store.shard_path(run_dir, accelerator.process_index)) as writer:
-            for start in range(0, len(mine), chunk_size):
-                chunk = [items[k] for k in mine[start : start + chunk_size]]
-                for record in answer_chunk(model, judge, task, prompt, chunk, data_dir, config):
-                    writer.append(record)
-                    new_records.append(record)
-                bar.update(len(chunk))
-        bar.close()
-    gathered = gather_object(new_records) if accelerator.num_processes > 1 else new_records
-    accelerator.wait_for_everyone()
-    wall = time.perf_counter() - began
-    if not is_main:
+    def process(chunk: list[int]) -> list[dict]:
+        return answer_chunk(model, judge, task, prompt, [items[k] for k in chunk], data_dir, config)
+
+    done = run_pending(accelerator, run_dir, ids, process, chunk_size=2 * config.batch_size, progress=progress,
+                       desc=f"{task.name} {config.model}", unit="item")
+    if done is None:
         return None
-    final = store.latest_records([*previous.values(), *gathered], ids)
-    ordered = [final[i] for i in ids if i in final]
+    ordered = done.records
     description = model.describe()
     languages = sorted({r["language"] for r in ordered if r.get("language")})
     latencies = [r["latency_s"] for r in ordered if r.get("latency_s")]
@@ -252,7 +232,7 @@ def run_task(config: MultibenchConfig, *, model=None, judge=None, progress: bool
         "num_processes": accelerator.num_processes,
         "failed_items": [{"id": r["id"], "error": r["error"]} for r in ordered if r["status"] != "ok"],
         "deployment": {"mean_latency_s": float(np.mean(latencies)) if latencies else None,
-                       "session": {"items": len(gathered), "wall_s": wall}},
+                       "session": {"items": done.new, "wall_s": done.wall_s}},
         "timestamp_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": shlex.join(command) if command else None,
     }

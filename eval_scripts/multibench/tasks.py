@@ -18,11 +18,11 @@ eval_scripts.parsing.parse_option_set; semi-open answers are rated by a judge.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from eval_scripts.prompts import PROMPTS_DIR
+from eval_scripts.store import load_json_items
 from eval_scripts.prompts import PromptFile
 from eval_scripts.prompts import load_prompt_file
 
@@ -100,20 +100,7 @@ def load_items(data_dir: str | Path, task: Task) -> list[dict]:
     path = data_dir / f"{task.name}.jsonl"
     if not path.is_file():
         raise ValueError(f"--data {data_dir}: no {path.name} (a data folder holds <task>.jsonl and its audio; see docs/multibench.md)")
-    items, seen = [], set()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            item = json.loads(line)
-        except ValueError as exc:
-            raise ValueError(f"{where}: not JSON ({exc})") from None
-        item = _check_item(task, item, where, data_dir)
-        if item["id"] in seen:
-            raise ValueError(f"{where}: id {item['id']!r} appears twice")
-        seen.add(item["id"])
-        items.append(item)
+    items = load_json_items(path, lambda item, where: _check_item(task, item, where, data_dir), lambda item: item["id"])
     if not items:
         raise ValueError(f"{path}: no items")
     return items

@@ -1,4 +1,4 @@
-"""Versioned prompt templates of the forced-choice protocol (our own wording, SPEC §5)."""
+"""Versioned prompt files (our own wording): the forced-choice protocol's (SPEC §5), and the loader every track's prompt files share."""
 
 from __future__ import annotations
 
@@ -21,41 +21,6 @@ TEMPLATE_KEYS = (
     "option_oracle",
     "logprob_prefix",
 )
-
-
-@dataclass(frozen=True)
-class PromptTemplate:
-    """A template file's texts plus the SHA-256 of its exact bytes."""
-
-    path: str
-    name: str
-    texts: dict[str, str]
-    sha256: str
-
-    def __getitem__(self, key: str) -> str:
-        return self.texts[key]
-
-
-def load_template(path: str | Path | None = None) -> PromptTemplate:
-    """Read a template JSON file (default: forced_choice_v1.json); missing keys are an error naming them."""
-    path = Path(path) if path else DEFAULT_TEMPLATE
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"prompt file {path}: cannot read ({exc})") from exc
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise ValueError(f"prompt file {path}: not valid JSON ({exc})") from exc
-    missing = [k for k in TEMPLATE_KEYS if not isinstance(data.get(k), str)]
-    if missing:
-        raise ValueError(f"prompt file {path}: missing text keys {', '.join(missing)}")
-    return PromptTemplate(
-        path=str(path),
-        name=str(data.get("name") or path.stem),
-        texts={k: data[k] for k in TEMPLATE_KEYS},
-        sha256=hashlib.sha256(raw).hexdigest(),
-    )
 
 
 @dataclass(frozen=True)
@@ -93,6 +58,15 @@ def load_prompt_file(path: str | Path, keys: tuple[str, ...]) -> PromptFile:
     if missing:
         raise ValueError(f"prompt file {path}: missing text keys {', '.join(missing)}")
     return PromptFile(str(path), str(data.get("name") or path.stem), {k: data[k] for k in keys}, hashlib.sha256(raw).hexdigest())
+
+
+# The forced-choice template is a prompt file with the template keys.
+PromptTemplate = PromptFile
+
+
+def load_template(path: str | Path | None = None) -> PromptTemplate:
+    """Read a template JSON file (default: forced_choice_v1.json); missing keys are an error naming them."""
+    return load_prompt_file(path or DEFAULT_TEMPLATE, TEMPLATE_KEYS)
 
 
 def persona_names() -> list[str]:
