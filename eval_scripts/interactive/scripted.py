@@ -115,7 +115,9 @@ def user_line(profile: UserProfile, turns: list[dict], seed: int) -> dict:
     data = script()
     emotions = data["stage_emotions"][stage]
     emotions = emotions[profile.category] if isinstance(emotions, dict) else emotions
-    line = _pick(data["lines"][profile.language][stage], seed, profile.id, turn, "line").format(topic=profile.topic)
+    said = {t["user_text"] for t in turns}
+    bank = [line.format(topic=profile.topic) for line in data["lines"][profile.language][stage]]
+    line = _pick([b for b in bank if b not in said] or bank, seed, profile.id, turn, "line")  # a person rarely says the same line twice
     return {"line": line, "emotion": _pick(emotions, seed, profile.id, turn, "emotion")}
 
 
