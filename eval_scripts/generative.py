@@ -36,6 +36,7 @@ import numpy as np
 from eval_scripts import protocol
 from eval_scripts import runner
 from eval_scripts import store
+from eval_scripts.sharded import run_pending
 from eval_scripts.models.tiny import TINY
 from eval_scripts.prompts import PROMPTS_DIR
 from speecheq_dataset.columns import audio_column
@@ -150,7 +151,7 @@ def _safe(dialogue_id: str) -> str:
 # ---------------------------------------------------------------- answering
 
 
-def _respond(model, requests: list) -> list:
+def respond_in_order(model, requests: list) -> list:
     """The model's replies in request order; a failing batch is retried request by request, a failing request gets its error."""
     from eval_scripts.responders import SpokenReply
 
@@ -198,7 +199,7 @@ def answer_chunk(model, vad, labeller, template: RespondTemplate, dialogues: lis
                                          conversation=list(conversations[d.id]), seed=protocol.derive_seed(seed, "respond", d.id, user_turn + 1),
                                          meta={"dialogue_id": d.id, "turn": user_turn + 1}))
         began = time.perf_counter()
-        replies = _respond(model, requests)
+        replies = respond_in_order(model, requests)
         share = (time.perf_counter() - began) / len(requests)
         for d, request, reply in zip(live, requests, replies):
             turn = user_turn + 1
@@ -315,7 +316,6 @@ def respond(config: RespondConfig, *, model=None, dataset=None, vad=None, labell
 
     `model`, `dataset`, `vad` and `labeller` may be given ready-made (tests); else they come from the config.
     """
-
     from eval_scripts.components.vad import build_vad_extractor
     from eval_scripts.responders import build_responder
     from speecheq_dataset.loading import dataset_fingerprint
@@ -347,34 +347,22 @@ def respond(config: RespondConfig, *, model=None, dataset=None, vad=None, labell
     ids = [str(i) for i in dataset["id"]]
     # The scenario valence (v2 data; None in v1) groups the scores; the runner's dialogues do not carry it.
     valences = dict(zip(ids, dataset["scenario_valence"])) if "scenario_valence" in dataset.column_names else {}
-    previous = store.latest_records(store.read_shard_lines(run_dir), ids)
-    done = {i for i, r in previous.items() if r["status"] == "ok"}
-    pending = [k for k, i in enumerate(ids) if i not in done]
-    if is_main and done:
-        logger.info("resuming %s: %d of %d dialogues already done", run_dir, len(done), len(ids))
-    accelerator.wait_for_everyone()  # every rank reads the shards before any rank appends
 
-    began = time.perf_counter()
-    bar = runner.RunProgress(run_dir, total=len(pending), enabled=is_main and progress and bool(pending), desc=f"respond {config.model}")
+    def process(chunk: list[int]) -> list[dict]:
+        dialogues, failed = runner.load_dialogues(dataset, chunk, model)
+        records = answer_chunk(model, vad, labeller, template, dialogues, config.seed, run_dir) if dialogues else []
+        failed = [{"id": r.id, "subscale": r.subscale, "status": "failed", "error": r.error, "turns": []} for r in failed]
+        by_id = {r["id"]: {**r, "valence": valences.get(r["id"]) or None} for r in records + failed}
+        return [by_id[ids[k]] for k in chunk]
 
-    def answer_chunks(chunks: list[list[int]]):
-        for chunk in chunks:
-            dialogues, failed = runner.load_dialogues(dataset, chunk, model)
-            records = answer_chunk(model, vad, labeller, template, dialogues, config.seed, run_dir) if dialogues else []
-            records += [{"id": r.id, "subscale": r.subscale, "status": "failed", "error": r.error, "turns": []} for r in failed]
-            yield {r["id"]: {**r, "valence": valences.get(r["id"]) or None} for r in records}
-
-    gathered = runner.answer_pending(accelerator, run_dir, ids, pending, config.batch_size, answer_chunks, bar.refresh)
-    bar.close()
-    wall = time.perf_counter() - began
-    if not is_main:
+    done = run_pending(accelerator, run_dir, ids, process, chunk_size=config.batch_size, progress=progress, desc=f"respond {config.model}")
+    if done is None:
         return None
-    final = store.latest_records([*previous.values(), *gathered], ids)
-    ordered = [final[i] for i in ids if i in final]
+    ordered = done.records
     for record in ordered:  # failed-at-load records carry no turns
         record.setdefault("turns", [])
     results = build_results(config, model, vad, labeller, ordered, run_dir, fingerprint, template, accelerator.num_processes)
-    results["deployment"]["session"] = {"dialogues": len(gathered), "wall_s": wall}
+    results["deployment"]["session"] = {"dialogues": done.new, "wall_s": done.wall_s}
     store.write_jsonl_atomic(run_dir / store.SAMPLES_FILE, ordered)
     store.write_json_atomic(run_dir / runner.RESULTS_FILE, results)
     return results

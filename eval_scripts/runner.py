@@ -18,8 +18,6 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -36,6 +34,9 @@ from eval_scripts.models.base import build_model
 from eval_scripts.prompts import load_template
 from eval_scripts.prompts import persona_text
 from eval_scripts.prompts import prompt_hash
+from eval_scripts.sharded import RunProgress
+from eval_scripts.sharded import answer_pending
+from eval_scripts.sharded import standing
 from speecheq_dataset.columns import CLIP_COLUMNS
 from speecheq_dataset.columns import TEXT_COLUMNS
 from speecheq_dataset.columns import TONE_COLUMNS
@@ -321,62 +322,6 @@ def first_rows(dataset, limit: int | None):
     return dataset if limit is None else dataset.select(range(min(limit, len(dataset))))
 
 
-class RunProgress:
-    """The run's progress bar on rank 0, counting the records every rank has appended to its shard since the start."""
-
-    def __init__(self, run_dir: Path, *, total: int, enabled: bool, desc: str):
-        from tqdm.auto import tqdm
-
-        self.folder = Path(run_dir) / store.SHARDS_DIR
-        self.enabled = enabled
-        # Complete lines only: a torn last line left by a crash is cut off (store.repair_tail) before appends resume.
-        self.offsets = {path: path.read_bytes().rfind(b"\n") + 1 for path in self.folder.glob("rank*.jsonl")} if enabled else {}
-        self.written = 0
-        self.bar = tqdm(total=total, disable=not enabled, unit="dlg", desc=desc, dynamic_ncols=True)
-
-    def refresh(self, own: int) -> None:
-        """After rank 0 finished `own` dialogues: move the bar to the number every rank has written."""
-        if not self.enabled:
-            return
-        for path in self.folder.glob("rank*.jsonl"):
-            with open(path, "rb") as handle:  # only what was appended since the last look
-                handle.seek(self.offsets.get(path, 0))
-                appended = handle.read()
-            complete = appended.rfind(b"\n") + 1  # a line still being written is counted next time
-            self.offsets[path] = self.offsets.get(path, 0) + complete
-            self.written += appended[:complete].count(b"\n")
-        self.bar.update(max(0, min(self.bar.total, self.written) - self.bar.n))
-
-    def close(self) -> None:
-        self.bar.close()
-
-
-def answer_pending(accelerator, run_dir: Path, ids: list[str], pending: list[int], chunk_size: int,
-                   answer_chunks: Callable[[list[list[int]]], Iterator[dict]], progress: Callable[[int], None]) -> list:
-    """Each process answers its share of the pending rows, chunk by chunk, and appends every record to its own shard.
-
-    `answer_chunks(chunks)` yields, per chunk of row indices, the chunk's records by dialogue id;
-    they are appended in dataset order, each durable before the next. Returns every process's
-    new records (gathered), on every process.
-    """
-    from accelerate.utils import gather_object
-
-    new_records: list = []
-    with accelerator.split_between_processes(pending) as mine:
-        mine = list(mine)
-        chunks = [mine[start : start + chunk_size] for start in range(0, len(mine), chunk_size)]
-        with store.ShardWriter(store.shard_path(run_dir, accelerator.process_index)) as writer, \
-                contextlib.closing(answer_chunks(chunks)) as answers:
-            for chunk, by_id in zip(chunks, answers):
-                for k in chunk:  # dataset order within the chunk
-                    writer.append(by_id[ids[k]])
-                    new_records.append(by_id[ids[k]])
-                progress(len(chunk))
-    gathered = gather_object(new_records) if accelerator.num_processes > 1 else new_records
-    accelerator.wait_for_everyone()
-    return gathered
-
-
 def load_checked_dataset(config: RunConfig):
     """The dataset of --dataset, or a ValueError in one line naming it (a missing folder, a Hub id that cannot be reached)."""
     try:
@@ -478,20 +423,19 @@ def run(config: RunConfig, *, model: ChoiceModel | None = None, dataset=None, pr
 
     gathered = answer_pending(accelerator, run_dir, ids, pending, chunk_size, answer_chunks, bar.refresh)
     bar.close()
+    ordered, new = standing(previous, gathered, ids), len(gathered)
     session_wall = time.perf_counter() - session_began
     if not is_main:
         return None
-    final = store.latest_records([*previous.values(), *gathered], ids)
-    ordered = [final[i] for i in ids if i in final]
     results = build_results(config, model, ordered, fingerprint, the_prompt_hash, template, accelerator.num_processes)
     results["timestamp_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     results["accelerator"] = accelerator_description()
     results["command"] = shlex.join(command) if command else None
     # This invocation's throughput over all processes (start-up excluded; resumed work not counted).
     results["deployment"]["session"] = {
-        "dialogues": len(gathered),
+        "dialogues": new,
         "wall_s": session_wall,
-        "dialogues_per_s": len(gathered) / session_wall if gathered and session_wall > 0 else None,
+        "dialogues_per_s": new / session_wall if new and session_wall > 0 else None,
         "prefetch": ahead,
         "batch_size": sizer.size,
         "loader_workers": workers,

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from eval_scripts.records import DialogueRecord
 from eval_scripts.records import RoundRecord
@@ -23,6 +24,7 @@ from speecheq_dataset.files import write_bytes_atomic
 from speecheq_dataset.secrecy import scrub_bytes
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SHARDS_DIR = "shards"
 RUN_CONFIG = "run_config.json"
@@ -61,6 +63,28 @@ def read_jsonl(path: Path) -> list[dict]:
             else:
                 raise ValueError(f"{path}: line {i + 1} is not JSON; the run directory is damaged") from None
     return records
+
+
+def load_json_items(path: Path, check: Callable[[object, str], T], key: Callable[[T], str]) -> list[T]:
+    """The items of an input JSONL file (profiles, task items), each checked by `check(data, "file:line")`; ids unique.
+
+    Unlike a shard, every line must be JSON: an error names the file and the line.
+    """
+    items, seen = [], set()
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{where}: not JSON ({exc})") from None
+        item = check(data, where)
+        if key(item) in seen:
+            raise ValueError(f"{where}: id {key(item)!r} appears twice")
+        seen.add(key(item))
+        items.append(item)
+    return items
 
 
 def read_records(path: Path) -> list[DialogueRecord]:

@@ -23,6 +23,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "eval": ("eval_scripts.run", "main", "run a model on the benchmark (same as eval_scripts/run.py)"),
     "report": ("eval_scripts.report", "main", "leaderboard and figures from several runs"),
     "respond": ("eval_scripts.respond", "main", "generative track: a speech-output model answers; ERS of its replies"),
+    "interact": ("eval_scripts.interact", "main", "interactive track: a simulated user talks with a speech-output model; judges rate it"),
+    "multibench": ("eval_scripts.multibench.cli", "main", "Multi-Bench utterance tasks on a local JSONL + audio folder"),
 }
 
 

@@ -121,8 +121,12 @@ class ChatClient:
     """Chat completions against `base_url` with model `model`; the key comes from the variable `api_key_env`.
 
     The official OpenAI endpoint needs a key; a local or self-hosted server
-    (vLLM without --api-key) does not, unless `key_required=True`.
+    (vLLM without --api-key) does not, unless `key_required=True`. Another
+    wire format (speecheq_dataset.gemini) overrides `endpoint`, `auth_headers`,
+    `body` and `parse`, and keeps the rest.
     """
+
+    official_base_url = OPENAI_BASE_URL  # the endpoint that always needs a key
 
     def __init__(
         self,
@@ -147,7 +151,7 @@ class ChatClient:
         self.model = str(model)
         self.base_url = str(base_url).rstrip("/")
         self.api_key_env = api_key_env
-        required = self.base_url == OPENAI_BASE_URL if key_required is None else key_required
+        required = self.base_url == self.official_base_url if key_required is None else key_required
         self._api_key = read_api_key(api_key_env, required=required)
         self.concurrency = int(concurrency)
         self.policy = RetryPolicy(int(max_attempts), float(backoff_base), float(backoff_max), float(retry_after_max))
@@ -191,18 +195,27 @@ class ChatClient:
         body.update(extra)
         return body
 
+    def endpoint(self) -> str:
+        """The URL a completion is posted to."""
+        return f"{self.base_url}/chat/completions"
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+    def parse(self, body: dict) -> tuple[str, int | None, int | None, bytes | None, str | None]:
+        """(text, input tokens, output tokens, audio, audio transcript) of a response body; raises on another shape."""
+        return (*reply_text(body), *reply_audio(body))
+
     def complete(self, messages: list[dict], *, label: str = "chat", **options) -> ChatReply:
         """One completion; never raises for a failed call (the reply's `error` says why, scrubbed)."""
         start = time.perf_counter()
         secrets = [self._api_key]
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         try:
-            body, latency = post_json(self._http(), f"{self.base_url}/chat/completions", headers=headers,
+            body, latency = post_json(self._http(), self.endpoint(), headers=self.auth_headers(),
                                       body=self.body(messages, **options), policy=self.policy, timeout_s=self.timeout,
                                       secrets=secrets, label=label, sleep=self.sleep)
             try:
-                text, tokens_in, tokens_out = reply_text(body)
-                audio, transcript = reply_audio(body)
+                text, tokens_in, tokens_out, audio, transcript = self.parse(body)
             except (KeyError, IndexError, TypeError, ValueError) as exc:
                 raise ApiCallError(scrub(f"{label}: malformed response body ({type(exc).__name__}: {exc}): {str(body)[:200]}",
                                          secrets)) from None

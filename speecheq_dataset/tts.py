@@ -140,11 +140,18 @@ _VOICES = {
 _VOICE_NAME = re.compile(r"^[a-z]{2,3}(-[a-z0-9]+)*(\+[a-z0-9]+)?$", re.IGNORECASE)
 
 
-def voice_for(speaker: str, gender: str | None, requested: str | None = None) -> str:
-    """espeak-ng voice of a speaker: `requested` if it is an espeak voice name, else by slot and gender."""
+# espeak-ng's base voice per language code (the speaker's variant, +f2 etc., is kept).
+_LANGUAGE_VOICES = {"en": "en-us", "zh": "cmn"}
+
+
+def voice_for(speaker: str, gender: str | None, requested: str | None = None, language: str = "en") -> str:
+    """espeak-ng voice of a speaker: `requested` if it is an espeak voice name, else by slot, gender and language (en, zh)."""
     if requested and _VOICE_NAME.match(requested) and "-" in requested:
         return requested
-    return _VOICES.get((speaker, (gender or "").strip().lower()), "en-us+m3" if speaker == "speaker1" else "en-us+f4")
+    if language not in _LANGUAGE_VOICES:
+        raise ValueError(f"no espeak-ng voice for language {language!r}; known: {', '.join(_LANGUAGE_VOICES)}")
+    voice = _VOICES.get((speaker, (gender or "").strip().lower()), "en-us+m3" if speaker == "speaker1" else "en-us+f4")
+    return voice.replace("en-us", _LANGUAGE_VOICES[language], 1)
 
 
 def espeak_available() -> bool:

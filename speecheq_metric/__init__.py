@@ -1,7 +1,8 @@
 """SpeechEQ metric: forced-choice accuracies, SEQ and EMO-Reasoning scores (SPEC §6-7).
 
 The core is small numpy modules (accuracy, seq, dtw, vad for the ERS inputs,
-ers, ers_discrete; the numba kernels in kernels); the `evaluate` wrapper is
+ers, ers_discrete, multibench for Multi-Bench's answer formats and judge
+ratings; the numba kernels in kernels); the `evaluate` wrapper is
 `speecheq_metric/speecheq_metric.py`. Load it with
 `evaluate.load("speecheq_metric")` from a checkout root, with
 `evaluate.load(speecheq_metric.MODULE_PATH)` from anywhere once installed, or
@@ -29,6 +30,11 @@ from .ers import ers_turns
 from .ers_discrete import CATEGORICAL_MATRIX
 from .ers_discrete import categorical_ers
 from .ers_discrete import perceptual_ers
+from .multibench import grouped_mean_ci
+from .multibench import multi_choice_scores
+from .multibench import score_length_correlation
+from .multibench import semi_open_scores
+from .multibench import single_choice_scores
 from .seq import ReferenceCohort
 from .seq import freeze_cohort
 from .seq import rank_agreement
@@ -65,13 +71,18 @@ __all__ = [
     "fastdtw_distance",
     "forced_choice_metrics",
     "freeze_cohort",
+    "grouped_mean_ci",
     "majority_vote",
+    "multi_choice_scores",
     "perceptual_ers",
     "rank_agreement",
     "read_vad_csv",
     "score_choices",
+    "score_length_correlation",
+    "semi_open_scores",
     "seq_per_subscale",
     "seq_report",
     "seq_scores",
+    "single_choice_scores",
     "spearman_rho",
 ]

@@ -16,11 +16,12 @@ from .dtw import dtw_distance
 from .ers import ers_turns
 from .ers_discrete import categorical_ers
 from .kernels import BACKEND
+from .multibench import multi_choice_scores
 from .seq import seq_scores
 from .taxonomy import SUBSCALE_SLUGS
 from .vad import as_vad
 
-_CORE = (dtw_distance, ers_turns, seq_scores, BACKEND, SUBSCALE_SLUGS, as_vad)  # imported so evaluate copies every core file (one level only)
+_CORE = (dtw_distance, ers_turns, seq_scores, BACKEND, SUBSCALE_SLUGS, as_vad, multi_choice_scores)  # imported so evaluate copies every core file (one level only)
 
 _CITATION = """\
 @misc{speecheq,

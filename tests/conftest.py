@@ -23,6 +23,9 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLCONFIGDIR", str(_CACHE / "matplotlib"))
 os.environ.setdefault("NUMBA_CACHE_DIR", str(_CACHE / "numba"))
+# One torch thread (subprocesses inherit it): the tests run tiny models, whose ops are too small to
+# split, and two threads on a busy 2-core machine made them up to 2x slower end to end.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # Property tests: no per-example deadline (CI machines are shared and slow);
 # failures print the reproduction blob.

@@ -19,7 +19,7 @@ from builders.generation.scripted import ScriptedBackend
 from builders.generation.stages import TEXT_STAGES
 from builders.generation.stages import run_text_stage
 from builders.generation.store import StageStore
-from builders.generation.tts_backends import EspeakTts
+from speecheq_dataset.tts_backends import EspeakTts
 from generation_helpers import SMALL_SUBSCALES
 from generation_helpers import CountingBackend
 from generation_helpers import metadata_of

@@ -16,7 +16,7 @@ import pytest
 
 import speecheq_metric
 from speecheq_dataset import taxonomy as dataset_taxonomy
-from speecheq_metric import accuracy, dtw, ers, ers_discrete, seq, vad
+from speecheq_metric import accuracy, dtw, ers, ers_discrete, multibench, seq, vad
 from speecheq_metric import taxonomy as metric_taxonomy
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +61,7 @@ def test_evaluate_script_imports_every_core_file_directly():
     assert core <= script_imports
 
 
-@pytest.mark.parametrize("module", [accuracy, seq, dtw, ers, ers_discrete, vad, metric_taxonomy], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [accuracy, seq, dtw, ers, ers_discrete, multibench, vad, metric_taxonomy], ids=lambda m: m.__name__)
 def test_core_doctests(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
@@ -199,7 +199,7 @@ def test_space_dry_run(tmp_path, capsys):
     plan = json.loads(capsys.readouterr().out)
     assert plan["repo_id"] == "someone/speecheq" and plan["dry_run"] is True
     names = {p.name for p in out_dir.iterdir()}
-    assert names == {"speecheq.py", "accuracy.py", "seq.py", "dtw.py", "ers.py", "ers_discrete.py", "vad.py", "kernels.py", "taxonomy.py", "README.md", "app.py", "requirements.txt"}
+    assert names == {"speecheq.py", "accuracy.py", "seq.py", "dtw.py", "ers.py", "ers_discrete.py", "vad.py", "kernels.py", "taxonomy.py", "multibench.py", "README.md", "app.py", "requirements.txt"}
     assert set(plan["files"]) == names
     card = (out_dir / "README.md").read_text(encoding="utf-8")
     header = card.split("---")[1]

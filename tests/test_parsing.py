@@ -180,3 +180,67 @@ def test_any_text_parses_to_one_two_or_none_without_raising(text):
 
     parsed = _parse(text) if text.strip() else parse_answer(text)  # the rules themselves, not the safety net
     assert isinstance(parsed, ParsedChoice) and parsed.choice in (1, 2, None)
+
+
+# ---------------------------------------------------------------- judge ratings, labels and lettered options (rules 7-9)
+
+from eval_scripts.parsing import parse_judge_score  # noqa: E402
+from eval_scripts.parsing import parse_label  # noqa: E402
+from eval_scripts.parsing import parse_option_set  # noqa: E402
+
+
+@pytest.mark.parametrize("text, score, reason, status", [
+    ('{"score": 4, "reason": "warm and calm"}', 4, "warm and calm", "json"),
+    ('```json\n{"score": "2", "reason": "too cheerful"}\n```', 2, "too cheerful", "json"),
+    ('{"Score ": 5.0, "Reason": "fits"}', 5, "fits", "json"),
+    ('Here: {"score": 3, "reason": "said "fine" flatly"}', 3, "said", "recovered"),
+    ('{"score": 1, "reason": "shouts"} and again {"score": 1, "reason": "still"}', 1, "shouts", "json"),
+])
+def test_judge_scores_that_are_read(text, score, reason, status):
+    parsed = parse_judge_score(text)
+    assert (parsed.score, parsed.reason, parsed.status) == (score, reason, status)
+
+
+@pytest.mark.parametrize("text, why", [
+    ('{"score": 4}', "without a 'reason'"),
+    ('{"score": 4, "reason": "  "}', "without a 'reason'"),
+    ('{"score": 3.5, "reason": "x"}', "not a whole number in 1-5"),
+    ('{"score": 6, "reason": "x"}', "not a whole number in 1-5"),
+    ('{"score": "4/5", "reason": "x"}', "not a whole number"),
+    ('{"score": "٤", "reason": "x"}', "not a whole number"),
+    ('{"score": true, "reason": "x"}', "not a whole number"),
+    ('```json\n{"score": 4, "reason": "a"}\n``` but {"score": 2, "reason": "b"}', "conflicting"),
+    ("I would give it a 4 out of 5.", "no JSON object with a 'score' key"),
+    ("4", "no JSON object"),
+    ("", "no text"),
+])
+def test_judge_answers_that_are_missing_never_scores(text, why):
+    parsed = parse_judge_score(text)
+    assert parsed.score is None and not parsed.valid and why in parsed.detail
+
+
+@given(st.text(max_size=300))
+@settings(max_examples=300)
+def test_any_judge_text_gives_a_score_on_the_scale_or_none(text):
+    parsed = parse_judge_score(text)
+    assert parsed.score is None or (1 <= parsed.score <= 5 and parsed.reason)
+
+
+@pytest.mark.parametrize("text, label", [
+    ('{"decision": "Relief"}', "relief"), ('{"decision": " user_ends "}', "user_ends"), ('{"decision": "maybe"}', None),
+    ('{"decision": "continue"} {"decision": "stagnation"}', None), ("continue", None), ('{"decision": "stagnation", "why": "x', "stagnation"),
+])
+def test_labels_come_from_the_fixed_list_only(text, label):
+    assert parse_label(text, "decision", ("continue", "user_ends", "relief", "stagnation")).label == label
+
+
+@pytest.mark.parametrize("text, options, single", [
+    ('{"selected": ["A", "C"]}', (0, 2), None), ('{"selected": "A, C"}', (0, 2), None), ("A and C", (0, 2), None),
+    ("**Option B**", (1,), (1,)), ("b.", (1,), (1,)), ('{"selected": "Option A and option C"}', (0, 2), None),
+    ('{"selected": ["C", "A", "C"]}', (0, 2), None),
+    ('{"selected": ["E"]}', None, None), ('{"selected": []}', None, None), ("I think A", None, None), ("AB", None, None),
+    ('{"selected": "B"} {"selected": "C"}', None, None), ('{"selected": 2}', None, None),
+])
+def test_lettered_options(text, options, single):
+    assert parse_option_set(text, 4).options == options
+    assert parse_option_set(text, 4, single=True).options == single

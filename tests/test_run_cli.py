@@ -11,6 +11,7 @@ import types
 import pytest
 
 from eval_scripts import runner
+from eval_scripts import sharded
 from eval_scripts import store
 from eval_scripts.run import build_parser
 from eval_scripts.run import config_from_args
@@ -117,7 +118,7 @@ def test_the_progress_bar_counts_every_ranks_records(tmp_path):
 
     with store.ShardWriter(store.shard_path(tmp_path, 1)) as other:
         other.append(DialogueRecord("old", "empathy", "ok"))  # written before this session: not counted
-        progress = runner.RunProgress(tmp_path, total=5, enabled=True, desc="t")
+        progress = sharded.RunProgress(tmp_path, total=5, enabled=True, desc="t")
         with store.ShardWriter(store.shard_path(tmp_path, 0)) as mine:
             mine.append(DialogueRecord("a", "empathy", "ok"))
             for name in ("b", "c"):

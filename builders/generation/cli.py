@@ -7,11 +7,11 @@ import logging
 import sys
 
 from speecheq_dataset.taxonomy import VALENCES
+from speecheq_dataset.tts_backends import TTS_BACKENDS
 
 from ..audit import DEFAULT_BOUND
 from .llm import TEXT_BACKENDS
 from .matrix import SCENARIO_TYPES
-from .tts_backends import TTS_BACKENDS
 
 logger = logging.getLogger(__name__)
 

@@ -293,7 +293,7 @@ def _json_default(value):
 def run_pipeline(config: GenerateConfig, *, text_backend=None, tts=None, progress: bool = True) -> GenerateSummary:
     """Run (or resume) the whole pipeline into config.out_dir and return what it did."""
     from .llm import build_text_backend
-    from .tts_backends import build_tts
+    from speecheq_dataset.tts_backends import build_tts
 
     if config.per_cell < 1:
         raise ValueError(f"--per-cell must be >= 1, got {config.per_cell}")

@@ -31,6 +31,10 @@ from speecheq_dataset.acoustics import contrast_score
 from speecheq_dataset.files import write_bytes_atomic
 from speecheq_dataset.http_api import ApiCallError
 from speecheq_dataset.http_api import map_in_order
+from speecheq_dataset.tts_backends import RANGE_LIMITS
+from speecheq_dataset.tts_backends import RATE_LIMITS
+from speecheq_dataset.tts_backends import Controls
+from speecheq_dataset.tts_backends import semitones_to_pitch_units
 
 from ..features import FeatureCache
 from ..features import clip_hash
@@ -44,10 +48,6 @@ from .store import FINISHED
 from .store import OK
 from .store import REJECTED
 from .store import StageStore
-from .tts_backends import RANGE_LIMITS
-from .tts_backends import RATE_LIMITS
-from .tts_backends import Controls
-from .tts_backends import semitones_to_pitch_units
 
 logger = logging.getLogger(__name__)
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from speecheq_dataset.raw import METADATA_FILE
 from speecheq_dataset.taxonomy import subscale as subscale_by_slug
+from speecheq_dataset.tts_backends import Speech
+from speecheq_dataset.tts_backends import apply_gain
 
 from .balance import Choice
 from .matrix import Item
-from .tts_backends import Speech
-from .tts_backends import apply_gain
 
 GENERATOR = "speecheq-generate/1"
 SCENARIO_ORDER = (

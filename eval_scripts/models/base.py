@@ -76,6 +76,7 @@ class ChoiceModel(abc.ABC):
     name: str = "base"
     modes: frozenset[str] = frozenset({"generate"})  # "generate" and/or "logprob"
     needs_text_parts: bool = False  # True for text-only backends (oracle mode required)
+    reads_prompt: bool = True  # False for baselines that only compare the two option clips (no use for other questions)
     sampling_rate: int | None = None  # the runner decodes clips at this rate (None: each file's own rate)
     requires: tuple[str, ...] = ()  # modules the adapter imports when built; checked before a run starts
     requires_extra: str | None = None  # the speecheq extra that installs them

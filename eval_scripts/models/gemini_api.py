@@ -1,9 +1,9 @@
 """`gemini`: the Gemini generateContent REST API with inline WAV audio parts.
 
 The key comes from GEMINI_API_KEY (or the variable named by `api_key_env=`) and
-travels in the x-goog-api-key header, never in the URL. Thinking tokens
-(usageMetadata.thoughtsTokenCount) are billed as output and counted as such;
-thought parts are left out of the answer text.
+travels in the x-goog-api-key header, never in the URL. The wire format
+(request body, reply reader: thought parts left out, thinking tokens counted
+as output) is speecheq_dataset.gemini's, shared with the judges.
 
 Model args: as for `openai` (model, base_url, api_key_env, concurrency,
 max_attempts, backoff_base, backoff_max, retry_after_max, timeout, temperature,
@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from eval_scripts.models.api_common import HttpChoiceModel, clip_to_base64_wav
 from eval_scripts.models.base import ChoiceQuery, register
-from speecheq_dataset.chat import token_count
-
-GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+from speecheq_dataset.gemini import GEMINI_BASE_URL
+from speecheq_dataset.gemini import auth_headers as gemini_auth_headers
+from speecheq_dataset.gemini import generate_content_body
+from speecheq_dataset.gemini import generate_content_reply
+from speecheq_dataset.gemini import generate_content_url
 
 
 def gemini_parts(query: ChoiceQuery, audio_sr: int | None) -> list[dict]:
@@ -47,34 +49,15 @@ class GeminiModel(HttpChoiceModel):
         super().__init__(model=model, base_url=base_url, max_tokens=max_tokens, **kwargs)
 
     def endpoint(self) -> str:
-        return f"{self.base_url}/models/{self.model}:generateContent"
+        return generate_content_url(self.base_url, self.model)
 
     def auth_headers(self) -> dict[str, str]:
-        return {"x-goog-api-key": self._api_key} if self._api_key else {}
+        return gemini_auth_headers(self._api_key)
 
     def build_body(self, query: ChoiceQuery) -> dict:
-        config: dict = {"maxOutputTokens": self.max_tokens}
-        if self.temperature is not None:
-            config["temperature"] = self.temperature
-        if self.send_seed:
-            config["seed"] = int(query.seed)
-        body: dict = {"contents": [{"role": "user", "parts": gemini_parts(query, self.audio_sr)}], "generationConfig": config}
-        if query.system:
-            body["systemInstruction"] = {"parts": [{"text": query.system}]}
-        return body
+        return generate_content_body([{"role": "user", "parts": gemini_parts(query, self.audio_sr)}], system=query.system or None,
+                                     max_tokens=self.max_tokens, temperature=self.temperature,
+                                     seed=query.seed if self.send_seed else None)
 
     def parse_body(self, body: dict) -> tuple[str, int | None, int | None]:
-        candidates = body.get("candidates")
-        if not candidates:
-            reason = (body.get("promptFeedback") or {}).get("blockReason")
-            raise ValueError(f"no candidates (prompt blocked: {reason})" if reason else "no candidates")
-        candidate = candidates[0]
-        parts = (candidate.get("content") or {}).get("parts") or []
-        text = "".join(part["text"] for part in parts if isinstance(part, dict) and "text" in part and not part.get("thought"))
-        if not text and candidate.get("finishReason") not in (None, "STOP", "MAX_TOKENS"):
-            raise ValueError(f"no text (finishReason {candidate.get('finishReason')})")
-        usage = body.get("usageMetadata") or {}
-        tokens_in = token_count(usage.get("promptTokenCount"))
-        answer, thoughts = token_count(usage.get("candidatesTokenCount")), token_count(usage.get("thoughtsTokenCount"))
-        tokens_out = None if answer is None and thoughts is None else (answer or 0) + (thoughts or 0)
-        return text, tokens_in, tokens_out
+        return generate_content_reply(body)

@@ -101,6 +101,7 @@ class ProsodyBaseline(ChoiceModel):
     """A fixed delivery rule over the option clips (see the module docstring)."""
 
     name = "prosody"
+    reads_prompt = False  # it compares the two option clips; it answers no other question
     modes = frozenset({"generate", "logprob"})
 
     def __init__(self, rule: str = DEFAULT_RULE, **unused):

@@ -18,6 +18,7 @@ class RandomChoice(ChoiceModel):
     """Picks Option 1 or Option 2 uniformly from the query's seed (and an optional offset)."""
 
     name = "random"
+    reads_prompt = False  # it compares the two option clips; it answers no other question
     modes = frozenset({"generate", "logprob"})
 
     def __init__(self, seed: int = 0) -> None:

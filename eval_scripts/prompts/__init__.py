@@ -1,4 +1,4 @@
-"""Versioned prompt templates of the forced-choice protocol (our own wording, SPEC §5)."""
+"""Versioned prompt files (our own wording): the forced-choice protocol's (SPEC §5), and the loader every track's prompt files share."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ TEMPLATE_KEYS = (
 
 
 @dataclass(frozen=True)
-class PromptTemplate:
-    """A template file's texts plus the SHA-256 of its exact bytes."""
+class PromptFile:
+    """A prompt file's texts (the keys a use needs) plus the SHA-256 of its exact bytes (recorded in results)."""
 
     path: str
     name: str
@@ -35,27 +35,38 @@ class PromptTemplate:
     def __getitem__(self, key: str) -> str:
         return self.texts[key]
 
+    def fill(self, key: str, values: dict) -> str:
+        """A text with its placeholders filled; an unknown placeholder is an error naming the file."""
+        try:
+            return self.texts[key].format(**values)
+        except (KeyError, IndexError) as exc:
+            raise ValueError(f"prompt file {self.path}: unknown placeholder {exc} in {key!r}") from None
+
+    def record(self) -> dict:
+        return {"name": self.name, "path": self.path, "sha256": self.sha256}
+
+
+def load_prompt_file(path: str | Path, keys: tuple[str, ...]) -> PromptFile:
+    """A JSON prompt file that must hold the text `keys`; errors name the file and the missing keys."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+        data = json.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"prompt file {path}: cannot read a JSON object ({exc})") from None
+    missing = [k for k in keys if not isinstance(data, dict) or not isinstance(data.get(k), str)]
+    if missing:
+        raise ValueError(f"prompt file {path}: missing text keys {', '.join(missing)}")
+    return PromptFile(str(path), str(data.get("name") or path.stem), {k: data[k] for k in keys}, hashlib.sha256(raw).hexdigest())
+
+
+# The forced-choice template is a prompt file with the template keys.
+PromptTemplate = PromptFile
+
 
 def load_template(path: str | Path | None = None) -> PromptTemplate:
     """Read a template JSON file (default: forced_choice_v1.json); missing keys are an error naming them."""
-    path = Path(path) if path else DEFAULT_TEMPLATE
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"prompt file {path}: cannot read ({exc})") from exc
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise ValueError(f"prompt file {path}: not valid JSON ({exc})") from exc
-    missing = [k for k in TEMPLATE_KEYS if not isinstance(data.get(k), str)]
-    if missing:
-        raise ValueError(f"prompt file {path}: missing text keys {', '.join(missing)}")
-    return PromptTemplate(
-        path=str(path),
-        name=str(data.get("name") or path.stem),
-        texts={k: data[k] for k in TEMPLATE_KEYS},
-        sha256=hashlib.sha256(raw).hexdigest(),
-    )
+    return load_prompt_file(path or DEFAULT_TEMPLATE, TEMPLATE_KEYS)
 
 
 def persona_names() -> list[str]:

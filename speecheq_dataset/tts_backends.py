@@ -1,4 +1,8 @@
-"""TTS backends of the speech stage: espeak-ng, piper (a neural voice shipped on PyPI), OpenAI speech, and local models.
+"""TTS backends: espeak-ng, piper (a neural voice shipped on PyPI), OpenAI speech, and local models.
+
+One home for both users: the generation pipeline's speech stage (builders)
+and the interactive track's simulated user (eval_scripts), which speaks each
+line with the emotion its user LLM chose (the emotion's tone instruction).
 
 A backend turns (text, tone instruction, voice, synthesis controls) into
 encoded audio bytes. Controls are what SPEC §9 allows for balancing delivery:
@@ -25,9 +29,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from speecheq_dataset import tts as espeak
-from speecheq_dataset.audio import decode_audio
-from speecheq_dataset.audio import encode_wav
+from . import tts as espeak
+from .audio import decode_audio
+from .audio import encode_wav
 
 logger = logging.getLogger(__name__)
 
@@ -121,8 +125,9 @@ class EspeakTts(TtsBackend):
     concurrency = 3
 
     def voices(self, scenario: dict, seed: int) -> tuple[str, str]:
-        return (espeak.voice_for("speaker1", scenario.get("speaker1_gender")),
-                espeak.voice_for("speaker2", scenario.get("speaker2_gender")))
+        language = scenario.get("language") or "en"  # en-us voices; "zh": Mandarin (cmn)
+        return (espeak.voice_for("speaker1", scenario.get("speaker1_gender"), language=language),
+                espeak.voice_for("speaker2", scenario.get("speaker2_gender"), language=language))
 
     def synthesize(self, text: str, instruction: str, voice: str, controls: Controls = NEUTRAL_CONTROLS) -> Speech:
         base = espeak.prosody_for(instruction)
@@ -216,9 +221,9 @@ class OpenAISpeechTts(TtsBackend):
     def __init__(self, model: str = "gpt-4o-mini-tts-2025-03-20", *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
                  response_format: str = "mp3", max_attempts: int = 6, backoff_base: float = 1.0, backoff_max: float = 60.0,
                  timeout: float = 120.0, concurrency: int = 4):
-        from speecheq_dataset.chat import OPENAI_BASE_URL
-        from speecheq_dataset.http_api import RetryPolicy
-        from speecheq_dataset.http_api import read_api_key
+        from .chat import OPENAI_BASE_URL
+        from .http_api import RetryPolicy
+        from .http_api import read_api_key
 
         self.model = model
         self.base_url = (base_url or OPENAI_BASE_URL).rstrip("/")
@@ -254,7 +259,7 @@ class OpenAISpeechTts(TtsBackend):
         return body
 
     def synthesize(self, text: str, instruction: str, voice: str, controls: Controls = NEUTRAL_CONTROLS) -> Speech:
-        from speecheq_dataset.http_api import post_with_retries
+        from .http_api import post_with_retries
 
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         reply, _ = post_with_retries(self._http(), f"{self.base_url}/audio/speech", headers=headers,
@@ -268,7 +273,7 @@ class OpenAISpeechTts(TtsBackend):
         return Speech(reply.content, self.response_format)
 
     def describe(self) -> dict:
-        from speecheq_dataset.http_api import redact_url
+        from .http_api import redact_url
 
         return {"tts": self.name, "model": self.model, "base_url": redact_url(self.base_url), "api_key_env": self.api_key_env,
                 "calls": self.calls, "characters": self.characters}
@@ -331,7 +336,7 @@ def build_tts(name: str, **options) -> TtsBackend:
         backend = factory(**options)
         for attribute in ("voices", "synthesize", "controls"):
             if not hasattr(backend, attribute):
-                raise ValueError(f"TTS backend {name!r} lacks {attribute!r} (see builders.generation.tts_backends.TtsBackend)")
+                raise ValueError(f"TTS backend {name!r} lacks {attribute!r} (see speecheq_dataset.tts_backends.TtsBackend)")
         return backend
     raise ValueError(f"unknown TTS backend {name!r}; known: {', '.join(TTS_BACKENDS)} (or package.module:ClassName)")
 
