@@ -36,6 +36,7 @@ def features(**overrides) -> ClipFeatures:
     return ClipFeatures(**base)
 
 
+@pytest.mark.slow
 def test_octave_apart_tones_are_twelve_semitones_apart():
     low, high = clip_features(tone(220), SR), clip_features(tone(440), SR)
     assert low.pitch_hz == pytest.approx(220, rel=0.01)
@@ -52,6 +53,7 @@ def test_semitone_scale_is_relative_to_a440():
     assert math.isnan(hz_to_semitones(0.0))
 
 
+@pytest.mark.slow
 def test_noise_is_unvoiced_and_pitch_scores_nothing():
     noise = np.random.default_rng(0).normal(0, 0.1, SR).astype(np.float32)
     feats = clip_features(noise, SR)
@@ -61,6 +63,7 @@ def test_noise_is_unvoiced_and_pitch_scores_nothing():
     assert feature_gaps(feats, clip_features(tone(220), SR))["pitch"] is None
 
 
+@pytest.mark.slow
 def test_silence_around_speech_is_trimmed_from_duration():
     padded = np.concatenate([np.zeros(SR // 2), tone(200, 1.0), np.zeros(SR)]).astype(np.float32)
     assert len(trim_silence(padded, SR)) / SR == pytest.approx(1.0, abs=0.05)

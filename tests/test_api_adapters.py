@@ -368,6 +368,7 @@ class DrippingServer:
 
 
 @pytest.mark.parametrize("where", ["head", "body"])
+@pytest.mark.slow
 def test_timeout_is_a_deadline_for_the_whole_attempt(where, monkeypatch):
     # Issue 8.6: a server dripping a byte every 0.3 s used to hold one attempt ~25 s with timeout=2.
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -12,6 +12,7 @@ from test_api_adapters import PROVIDERS, SENTINEL, FakeApi, json_answer
 
 
 @pytest.mark.parametrize("name", ["openai", "gemini"])
+@pytest.mark.slow
 def test_runner_end_to_end_never_writes_the_key(name, real_raw_dir, tmp_path, monkeypatch, caplog, capsys):
     caplog.set_level(logging.DEBUG)
     spec = PROVIDERS[name]

@@ -27,6 +27,7 @@ def decoder(monkeypatch):
     monkeypatch.setattr(audio, "_decoder", None)
 
 
+@pytest.mark.slow
 def test_both_decoders_give_the_same_lengths_at_16_khz_and_the_same_samples(real_raw_dir, decoder):
     clips = sorted(real_raw_dir.glob("*/*/audio/*.mp3"))[::9][:24]
     decoded = {}

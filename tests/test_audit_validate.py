@@ -84,6 +84,7 @@ def test_contrast_v1_on_the_real_pairs_matches_the_calibration_numbers(real_pair
     assert stats["median"] == pytest.approx(6.14, abs=0.01) and sum(stats["histogram"].values()) == 90
 
 
+@pytest.mark.slow
 def test_audit_and_validate_commands_write_their_csvs(small_generated, tmp_path, capsys):
     raw, _ = small_generated
     cache = str(tmp_path / "features.jsonl")

@@ -51,6 +51,7 @@ def whisper():
 # ---------------------------------------------------------------- ASR
 
 
+@pytest.mark.slow
 def test_tiny_whisper_transcribes_real_clips_independently_of_the_batch(whisper, clips):
     together = whisper.transcribe(clips)
     assert together == [whisper.transcribe([c])[0] for c in clips]
@@ -58,6 +59,7 @@ def test_tiny_whisper_transcribes_real_clips_independently_of_the_batch(whisper,
     assert whisper.describe()["architecture"] == "WhisperForConditionalGeneration"
 
 
+@pytest.mark.slow
 def test_a_clip_longer_than_30_s_goes_through_long_form_decoding(whisper, clips, monkeypatch):
     calls = []
     real = whisper._decode
@@ -214,6 +216,7 @@ def _queries(dialogue, history="audio"):
     return [protocol.build_query(settings, dialogue, 1, trajectory), protocol.build_query(settings, dialogue, 2, trajectory, "low")]
 
 
+@pytest.mark.slow
 def test_cascade_with_an_endpoint_llm_sends_text_only_and_records_what_it_gave(chat_server, dialogues, tmp_path):
     model = build_model("cascade", **{**TINY, "llm": "openai:test-llm"}, llm_base_url=f"{chat_server.url}/v1",
                         llm_api_key_env="SPEECHEQ_TEST_CHAT_KEY", llm_max_attempts=2, cache_dir=str(tmp_path))
@@ -234,6 +237,7 @@ def test_cascade_with_an_endpoint_llm_sends_text_only_and_records_what_it_gave(c
     assert SENTINEL not in json.dumps(model.describe())
 
 
+@pytest.mark.slow
 def test_cascade_logprob_mode_with_a_transformers_llm(dialogues, tmp_path):
     model = build_model("cascade", **TINY, cache_dir=str(tmp_path))
     outputs = model.score(_queries(dialogues[1], history="text"))
@@ -252,6 +256,7 @@ def test_cascade_rejects_unknown_args_and_variants(tmp_path):
 # ---------------------------------------------------------------- end to end through the runner
 
 
+@pytest.mark.slow
 def test_cascade_runs_end_to_end_on_the_embedded_sample_and_the_second_variant_reuses_every_clip(tmp_path, capsys):
     from eval_scripts.run import main
 

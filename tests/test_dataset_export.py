@@ -59,6 +59,7 @@ def _source_folder(real_raw_dir: Path, row: dict) -> Path:
     return real_raw_dir / row["subscale"] / row["id"]
 
 
+@pytest.mark.slow
 def test_one_row_per_real_dialogue(exported, real_raw_dir):
     folders = {p.parent.name for p in real_raw_dir.glob("*/*/metadata.json")}
     assert len(exported) == 45 == len(folders)
@@ -66,6 +67,7 @@ def test_one_row_per_real_dialogue(exported, real_raw_dir):
     assert set(exported["subscale"]) == set(SUBSCALE_SLUGS)
 
 
+@pytest.mark.slow
 def test_every_audio_cell_holds_the_source_file_bytes(exported, real_raw_dir):
     for row in exported:
         folder = _source_folder(real_raw_dir, row)
@@ -73,6 +75,7 @@ def test_every_audio_cell_holds_the_source_file_bytes(exported, real_raw_dir):
             assert row[column]["bytes"] == (folder / "audio" / f"{stem}.mp3").read_bytes(), (row["id"], column)
 
 
+@pytest.mark.slow
 def test_decoded_durations_match_source_within_one_frame(built, real_raw_dir):
     _, result, cache = built
     ds = datasets.load_dataset(str(result.out_dir), split="test", cache_dir=str(cache))
@@ -160,6 +163,7 @@ def test_resampling_cast_for_model_input(built):
     assert np.isfinite(resampled["array"]).all()
 
 
+@pytest.mark.slow
 def test_fingerprint_is_the_same_from_every_source(built, exported, real_raw_dir):
     dataset, result, cache = built
     expected = dataset_fingerprint(dataset)
@@ -169,6 +173,7 @@ def test_fingerprint_is_the_same_from_every_source(built, exported, real_raw_dir
     assert dataset_fingerprint(dataset.select(range(44))) != expected
 
 
+@pytest.mark.slow
 def test_shards_are_size_bounded_and_rows_survive(built, tmp_path):
     dataset, _, _ = built
     limit = 6 * 2**20
@@ -305,6 +310,7 @@ def test_cli_build_reports_rejected_folders_and_strict_fails(real_raw_dir, tmp_p
     assert "would upload 2 files" in out and "data/test-00000-of-00001.parquet" in out
 
 
+@pytest.mark.slow
 def test_build_export_end_to_end_on_real_folder(real_raw_dir, tmp_path):
     # The same path `speecheq dataset build` takes, with its own fresh build.
     result = build_export(real_raw_dir, tmp_path / "out", strict=True)

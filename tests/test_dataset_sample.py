@@ -58,6 +58,7 @@ def pair_features(sample_ds):
     return pairs
 
 
+@pytest.mark.slow
 def test_sample_covers_every_subscale_and_valence(sample_ds):
     assert len(sample_ds) >= 15
     assert set(sample_ds["subscale"]) == set(SUBSCALE_SLUGS)
@@ -66,6 +67,7 @@ def test_sample_covers_every_subscale_and_valence(sample_ds):
     assert all(sample_ds["target_social_intent"])
 
 
+@pytest.mark.slow
 def test_clips_are_lossless_espeak_wav(sample_ds):
     from datasets import Audio
 
@@ -75,6 +77,7 @@ def test_clips_are_lossless_espeak_wav(sample_ds):
     assert (info.samplerate, info.channels, info.subtype) == (22050, 1, "PCM_16")
 
 
+@pytest.mark.slow
 def test_every_test_pair_differs_audibly(pair_features):
     # At least one contrast_v1-sized gap per pair (SPEC §4): rate, loudness or pitch.
     for valence, (dur_h, rms_h, f0_h), (dur_l, rms_l, f0_l) in pair_features:
@@ -82,6 +85,7 @@ def test_every_test_pair_differs_audibly(pair_features):
         assert max(gaps) >= 1.0, (valence, gaps)
 
 
+@pytest.mark.slow
 def test_slower_clip_shortcut_does_not_work_on_the_sample(pair_features):
     # SPEC §9: on the published data "pick the longer clip" is right 75 % of the time.
     by_valence: dict[str, list[bool]] = {v: [] for v in VALENCES}
@@ -161,6 +165,7 @@ def test_cache_key_follows_renderer_version(monkeypatch):
     assert sample_module.sample_key() != before
 
 
+@pytest.mark.slow
 def test_a_crash_while_building_leaves_no_cache(tmp_path, monkeypatch):
     def crash(*args, **kwargs):
         raise RuntimeError("power cut")

@@ -26,6 +26,8 @@ from generation_helpers import metadata_of
 from generation_helpers import small_generated  # noqa: F401 (fixture)
 from speecheq_dataset.raw import iter_dialogues
 
+pytestmark = pytest.mark.slow  # a whole track or pipeline run per module: left out of the quick `-m "not slow"` loop
+
 
 def test_generated_set_is_valid_raw_output_with_one_dialogue_per_cell(small_generated):
     raw, summary = small_generated
@@ -58,7 +60,6 @@ def test_every_pair_passes_contrast_and_the_measured_audit_meets_the_bound(small
     assert report["audit_passes_bound"] is True and (work_dir_of(raw) / "audit.csv").is_file()
 
 
-@pytest.mark.slow
 def test_generate_then_dataset_build_then_load_dataset_then_a_prosody_run(small_generated, tmp_path):
     from datasets import load_dataset
 

@@ -215,6 +215,7 @@ def test_round_2_encodes_only_the_clips_round_1_has_not(dialogues):
     assert encoded == [5, 3]
 
 
+@pytest.mark.slow
 def test_the_adapter_keeps_no_clip_alive(real_rows):
     model = build_model("qwen2.5-omni", pretrained="tiny-random", max_new_tokens=2)
     dialogue = runner.dialogue_from_row(real_rows[1], 16000)
@@ -235,10 +236,12 @@ def test_a_clip_memo_entry_lives_exactly_as_long_as_its_clip():
     del clip
     gc.collect()
     assert len(memo) == 0
-    # A new array at the freed address is a different clip: nothing stale may be found for it.
+    # A new array at the freed address is a different clip: nothing stale may be found for it. (CPython
+    # usually hands the freed address out again at once; whether it does depends on the allocator's state.)
     fresh = [np.zeros(16000, dtype=np.float32) for _ in range(50)]
-    assert address in {id(array) for array in fresh}  # CPython hands the freed address out again at once
     assert all(memo.get(array, "log-mels") is None for array in fresh)
+    reused = [array for array in fresh if id(array) == address]
+    assert all(memo.get(array, "log-mels") is None for array in reused)
     memo.put([0.0], "x", "lists cannot be weakly referenced, so they are not memoised")
     assert len(memo) == 0
 

@@ -119,6 +119,7 @@ def test_batch_of_4_equals_batch_of_1_under_greedy_decoding(tiny, real_rows, tmp
     assert results[1]["label"] == f"{tiny.name} (tiny random weights) [both]"
 
 
+@pytest.mark.slow
 def test_logprob_mode_scores_the_two_answer_tokens(tiny, dialogues):
     query = protocol.build_query(_settings(), dialogues[1], 1, protocol.Trajectory("logprob", "random", 0))
     (out,) = tiny.score([query])
@@ -134,6 +135,7 @@ def test_logprob_mode_scores_the_two_answer_tokens(tiny, dialogues):
     assert tiny.prompt_text(query, query.meta["answer_prefix"]).endswith('<|im_start|>assistant\n{"selected": "Option ')
 
 
+@pytest.mark.slow
 def test_short_feature_padding_gives_the_processor_default_logits(dialogues):
     """Qwen2.5-Omni's processor pads every clip to 30 s; we pad just past the longest clip (faster)."""
     model = build_model("qwen2.5-omni", pretrained="tiny-random")
@@ -149,6 +151,7 @@ def test_short_feature_padding_gives_the_processor_default_logits(dialogues):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.slow
 def test_a_checkpoint_folder_loads_through_from_pretrained(family, dialogues, tmp_path):
     """pretrained=<folder>: AutoConfig, from_pretrained, and the processor (audio-only for the omni models)."""
     from eval_scripts.models.tiny import save_tiny

@@ -51,6 +51,7 @@ def _fill(sheet, target, fails: dict[str, str]):
         writer.writerows(rows)
 
 
+@pytest.mark.slow
 def test_two_sheets_give_kappa_and_exclusions_that_publish_leaves_out(small_generated, tmp_path, capsys):
     raw, _ = small_generated
     sheet = tmp_path / "sheet.csv"
@@ -93,6 +94,7 @@ def test_two_sheets_give_kappa_and_exclusions_that_publish_leaves_out(small_gene
     assert len(remaining) == 4 and not {ids[0], ids[1]} & remaining and summary.audit_rows[0].n_pairs == 8
 
 
+@pytest.mark.slow
 def test_a_sheet_with_a_blank_criterion_fails_by_row_and_column(small_generated, tmp_path, capsys):
     raw, _ = small_generated
     sheet = tmp_path / "sheet.csv"
@@ -101,6 +103,7 @@ def test_a_sheet_with_a_blank_criterion_fails_by_row_and_column(small_generated,
     assert "line 2: text_quality is ''; write 1 (pass) or 0 (fail)" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_publish_refuses_a_set_over_the_bound(real_raw_dir, real_features_file, tmp_path, capsys):
     # The authors' data leaks the label: publishing it as a balanced set is refused unless asked for.
     code = publish_main([str(real_raw_dir), str(tmp_path / "export"), "--repo-id", "a/b", "--cache", str(real_features_file)])

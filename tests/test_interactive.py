@@ -58,6 +58,7 @@ def tiny_run(tmp_path_factory, tiny_omni):
     return out, results
 
 
+@pytest.mark.slow
 def test_the_whole_loop_runs_offline_with_the_tiny_model_espeak_and_the_scripted_user_and_judges(tiny_run):
     out, results = tiny_run
     records = store.read_sample_lines(out)
@@ -150,6 +151,7 @@ def test_every_stop_branch_of_the_scripted_user_and_judge(tmp_path, profile, wor
         assert record["turns"][-1]["user_emotion"] in ("relief", "gratitude") and record["turns"][-1]["judge_score"] >= 4
 
 
+@pytest.mark.slow
 def test_a_crash_mid_run_resumes_to_the_same_results(tmp_path):
     profiles = _profiles(tmp_path, ["en-everyday-parcel", "en-conflict-neighbour", "en-support-exam"])
     words = {"en-everyday-parcel": CARING, "en-conflict-neighbour": DISMISSIVE, "en-support-exam": PLAIN}

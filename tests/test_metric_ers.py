@@ -250,6 +250,7 @@ THRESHOLD_NEIGHBOURS = st.sampled_from([-0.07, 0.345, 0.21]).flatmap(
 
 
 @given(st.lists(st.tuples(THRESHOLD_NEIGHBOURS, THRESHOLD_NEIGHBOURS, THRESHOLD_NEIGHBOURS), min_size=1, max_size=40))
+@pytest.mark.slow
 def test_extreme_is_decided_on_the_exact_mean_in_every_mode(frames):
     """Property: the flags equal the comparison of the exact (rational) mean with each threshold, exact DTW or not."""
     v, a, d = (list(col) for col in zip(*frames))

@@ -43,6 +43,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 
 @pytest.mark.parametrize("path", sorted(METRIC_DIR.glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.slow
 def test_metric_files_import_nothing_of_ours_and_one_module_per_line(path):
     ours = ("speecheq_dataset", "speecheq_metric", "builders", "eval_scripts", "speecheq_cli")
     for level, module in _imports(path):
@@ -132,6 +133,7 @@ def test_evaluate_errors_name_the_value(loaded, kwargs, named):
         loaded.compute(**kwargs)
 
 
+@pytest.mark.slow
 def test_add_and_add_batch_validate_too(loaded):
     with pytest.raises(ValueError, match="1.5"):
         loaded.add(prediction=[1, 1.5], reference=[1, 2])
@@ -191,6 +193,7 @@ def test_installed_copy_loads_offline_with_a_fresh_hf_home(tmp_path):
     assert list(work.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_space_dry_run(tmp_path, capsys):
     from builders import metric_space
 
@@ -221,6 +224,7 @@ def test_space_dry_run(tmp_path, capsys):
             metric_space.main(["publish", str(tmp_path / bad.replace("/", "_")), "--repo-id", bad, "--dry-run"])
 
 
+@pytest.mark.slow
 def test_cli_front_door_dispatches_metric(tmp_path):
     from speecheq_cli.main import main
 
@@ -284,6 +288,7 @@ def _run_app(folder: Path, monkeypatch) -> object:
     return launched[0]
 
 
+@pytest.mark.slow
 def test_published_space_loads_by_folder_name_like_the_hub(tmp_path, monkeypatch, capsys):
     """The default repo SpeechEQ/speecheq gives speecheq.py, so evaluate.load(<folder named speecheq>) finds it."""
     import evaluate
@@ -304,6 +309,7 @@ def test_published_space_loads_by_folder_name_like_the_hub(tmp_path, monkeypatch
     assert type(_run_app(METRIC_DIR, monkeypatch)).__module__.startswith("evaluate_modules.metrics.speecheq_metric.")
 
 
+@pytest.mark.slow
 def test_publish_needs_a_token_up_front(tmp_path):
     """Without a token a real publish is one line and exit 2, before anything is written or loaded."""
     env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH")}
@@ -318,6 +324,7 @@ def test_publish_needs_a_token_up_front(tmp_path):
     assert not out_dir.exists()
 
 
+@pytest.mark.slow
 def test_publish_uploads_the_checked_folder_with_the_token(tmp_path, monkeypatch, capsys):
     import huggingface_hub
 

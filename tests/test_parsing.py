@@ -115,6 +115,7 @@ def test_text_without_an_option_digit_never_yields_a_choice(text):
     after=st.text(alphabet=st.characters(blacklist_characters="{}'\"`12"), max_size=60),
     reasoning=st.text(max_size=80),
 )
+@pytest.mark.slow
 def test_json_answer_survives_surrounding_prose(choice, form, before, after, reasoning):
     answer = json.dumps({"reasoning": reasoning, "selected": form.format(choice)})
     assert parse_choice(f"{before}\n{answer}\n{after}") == choice
@@ -174,6 +175,7 @@ def test_agreeing_or_cut_off_answers_are_still_read(text, expected):
 
 @settings(max_examples=500, deadline=None)
 @given(st.text(max_size=300) | st.text(alphabet='{}[]"\':,12 selectedOption\\`\n', max_size=300))
+@pytest.mark.slow
 def test_any_text_parses_to_one_two_or_none_without_raising(text):
     from eval_scripts.parsing import ParsedChoice
     from eval_scripts.parsing import _parse

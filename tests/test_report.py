@@ -64,6 +64,7 @@ def rows_by_label(out: Path) -> dict[str, dict]:
         return {row["label"]: row for row in csv.DictReader(handle)}
 
 
+@pytest.mark.slow
 def test_seq_comes_from_the_model_cohort_and_baselines_do_not_move_it(cohort, tmp_path):
     out = tmp_path / "report"
     assert report.main([str(d) for d in cohort] + ["--output-dir", str(out)]) == 0
@@ -87,6 +88,7 @@ def test_seq_comes_from_the_model_cohort_and_baselines_do_not_move_it(cohort, tm
     assert report_json["chance_seq"] == pytest.approx(100 - 15 * 0.25 / 0.14826)
 
 
+@pytest.mark.slow
 def test_markdown_marks_baselines_and_chance(cohort, tmp_path):
     out = tmp_path / "report"
     report.main([str(d) for d in cohort] + ["--output-dir", str(out)])
@@ -97,6 +99,7 @@ def test_markdown_marks_baselines_and_chance(cohort, tmp_path):
     assert "shortcut baseline" in markdown and "direct inference changes Acc2 by +0.100" in markdown
 
 
+@pytest.mark.slow
 def test_all_figures_are_written_as_png(cohort, tmp_path):
     out = tmp_path / "report"
     report.main([str(d) for d in cohort] + ["--output-dir", str(out)])
@@ -105,6 +108,7 @@ def test_all_figures_are_written_as_png(cohort, tmp_path):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name
 
 
+@pytest.mark.slow
 def test_runs_sharing_a_label_are_told_apart_by_their_directory(tmp_path):
     runs = [write_run(tmp_path, f"seed{i}", model="m", label="M", acc=(0.6, 0.6, 0.6, traj)) for i, traj in enumerate((0.3, 0.5, 0.4))]
     out = tmp_path / "report"
@@ -120,6 +124,7 @@ def test_direct_runs_pair_only_with_their_sequential_twin(cohort):
     assert [(s.run_dir.split("/")[-1], d.run_dir.split("/")[-1]) for s, d in pairs] == [("b", "b-direct")]
 
 
+@pytest.mark.slow
 def test_without_direct_runs_the_delta_figure_is_skipped_with_a_note(cohort, tmp_path, caplog):
     caplog.set_level(logging.INFO)
     out = tmp_path / "report"
@@ -130,6 +135,7 @@ def test_without_direct_runs_the_delta_figure_is_skipped_with_a_note(cohort, tmp
     assert "delta figure is skipped" in (out / "leaderboard.md").read_text()
 
 
+@pytest.mark.slow
 def test_fewer_than_three_models_still_reports_with_a_warning(tmp_path, caplog):
     runs = [write_run(tmp_path, "a", model="m", label="A", acc=(0.6, 0.6, 0.6, 0.4)),
             write_run(tmp_path, "b", model="m2", label="B", acc=(0.7, 0.7, 0.7, 0.6))]
@@ -142,6 +148,7 @@ def test_fewer_than_three_models_still_reports_with_a_warning(tmp_path, caplog):
     assert "fewer than 3" in caplog.text
 
 
+@pytest.mark.slow
 def test_a_single_run_has_mad_zero_and_seq_100(tmp_path):
     out = tmp_path / "report"
     run = write_run(tmp_path, "only", model="prosody", label="prosody:slower", acc=(0.78, 0.82, 0.8, 0.64))
@@ -150,6 +157,7 @@ def test_a_single_run_has_mad_zero_and_seq_100(tmp_path):
     assert "MAD is 0" in (out / "leaderboard.md").read_text()
 
 
+@pytest.mark.slow
 def test_reference_cohort_file_fixes_the_scale_and_freeze_writes_one(cohort, tmp_path):
     frozen = tmp_path / "cohort.json"
     report.main([str(d) for d in cohort] + ["--output-dir", str(tmp_path / "r1"), "--freeze-cohort", str(frozen)])
@@ -162,6 +170,7 @@ def test_reference_cohort_file_fixes_the_scale_and_freeze_writes_one(cohort, tmp
     assert float(rows_by_label(out)["Model A"]["seq"]) == pytest.approx(100 + 15 * -0.2 / (1.4826 * 0.05))
 
 
+@pytest.mark.slow
 def test_heatmap_can_show_seq_per_subscale(cohort, tmp_path):
     out = tmp_path / "report"
     assert report.main([str(d) for d in cohort] + ["--output-dir", str(out), "--heatmap-metric", "seq"]) == 0
@@ -183,6 +192,7 @@ def test_bad_run_directories_fail_naming_the_file(tmp_path, capsys, broken, mess
     assert message in err and str(run_dir) in err
 
 
+@pytest.mark.slow
 def test_a_run_with_no_scored_dialogue_is_listed_without_seq(cohort, tmp_path):
     empty = write_run(tmp_path / "more", "empty", model="gemini", label="Gemini", acc=(0.5, 0.5, 0.5, 0.25))
     data = json.loads((empty / "results.json").read_text())
@@ -196,6 +206,7 @@ def test_a_run_with_no_scored_dialogue_is_listed_without_seq(cohort, tmp_path):
     assert "Gemini: no dialogue scored" in (out / "leaderboard.md").read_text()
 
 
+@pytest.mark.slow
 def test_replacing_a_report_needs_overwrite_and_leaves_no_stale_figure(cohort, tmp_path, capsys):
     # Issue 8.3: every command that writes a folder replaces nothing without --overwrite.
     out = tmp_path / "report"
@@ -222,6 +233,7 @@ def _with(run_dir: Path, **changes) -> Path:
     return run_dir
 
 
+@pytest.mark.slow
 def test_runs_on_other_dialogues_are_never_ranked_silently(cohort, tmp_path):
     # Issue 11: an 8-dialogue run must never be ranked silently beside 45-dialogue runs.
     for run_dir in cohort:
@@ -240,6 +252,7 @@ def test_runs_on_other_dialogues_are_never_ranked_silently(cohort, tmp_path):
     assert "| Model A ≠ |" in markdown.replace("*", "")
 
 
+@pytest.mark.slow
 def test_intervals_reach_the_table_the_csv_and_seq(cohort, tmp_path):
     _with(cohort[1], **{"metrics.ci95": {"acc_traj": [0.40, 0.60], "acc_turn4": [0.6, 0.8]}})
     out = tmp_path / "report"
@@ -251,6 +264,7 @@ def test_intervals_reach_the_table_the_csv_and_seq(cohort, tmp_path):
     assert "0.500 [0.40, 0.60]" in (out / "leaderboard.md").read_text()
 
 
+@pytest.mark.slow
 def test_baselines_get_their_own_section_and_no_seq_against_a_one_model_cohort(tmp_path):
     runs = tmp_path / "runs"
     dirs = [write_run(runs, "m", model="qwen3-omni", label="Model", acc=(0.6, 0.6, 0.6, 0.4)),
@@ -267,6 +281,7 @@ def test_baselines_get_their_own_section_and_no_seq_against_a_one_model_cohort(t
     assert "no SEQ; against a cohort of one model" in markdown
 
 
+@pytest.mark.slow
 def test_the_delta_figure_says_no_change_instead_of_empty_axes(cohort, tmp_path, monkeypatch):
     from eval_scripts import report_figures
 

@@ -34,7 +34,8 @@ from test_api_adapters import SENTINEL
 from test_api_adapters import FakeApi
 from test_api_adapters import json_answer
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+# One torch thread, and slow: a whole generative run per module is left out of the quick `-m "not slow"` loop.
+pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
 TINY_OMNI = {"pretrained": "tiny-random"}
 
@@ -64,6 +65,7 @@ def _track(path: Path) -> dict[str, np.ndarray]:
     return {d: np.atleast_1d(table[d]) for d in ("valence", "arousal", "dominance")}
 
 
+@pytest.mark.slow
 def test_replies_and_trajectories_are_written_per_dialogue_and_turn(run, dialogues):
     out, results, records = run
     assert [r["status"] for r in records] == ["ok", "ok"] and results["n_scored"] == 2
@@ -139,6 +141,7 @@ class _Flaky:
         return {"name": self.name}
 
 
+@pytest.mark.slow
 def test_a_failing_dialogue_is_recorded_and_retried_on_resume(tmp_path, real_raw_dir, tiny_omni, dialogues):
     config = _config(tmp_path, real_raw_dir, emotion_classifier=None, batch_size=2)
     results = respond(config, model=_Flaky(tiny_omni, dialogues[0].id), progress=False)
@@ -149,6 +152,7 @@ def test_a_failing_dialogue_is_recorded_and_retried_on_resume(tmp_path, real_raw
     assert results["n_scored"] == 2 and not results["failed_dialogues"]
 
 
+@pytest.mark.slow
 def test_the_cli_runs_offline_on_the_embedded_sample(tmp_path, capsys):
     from speecheq_cli.main import main
 

@@ -84,6 +84,7 @@ def test_a_flag_agreeing_with_its_preset_is_fine():
     assert config.oracle and config.history == "text"
 
 
+@pytest.mark.slow
 def test_results_record_time_accelerator_command_and_preset(tmp_path, capsys):
     out = tmp_path / "run"
     argv = ["--model", "random", "--tasks", "speecheq_direct", "--limit", "2", "--output-dir", str(out), "--no-progress", "--n-bootstrap", "0"]

@@ -306,6 +306,7 @@ def test_text_only_models_need_oracle_and_text_history(real_rows, tmp_path):
     assert results["label"].endswith("[history=text, oracle]")
 
 
+@pytest.mark.slow
 def test_persona_and_prompt_file_change_the_prompt_hash(real_rows, tmp_path):
     base, _ = run_with(build_model("random"), real_rows, tmp_path, "a")
     persona, _ = run_with(build_model("random"), real_rows, tmp_path, "b", persona="global_deficit")

@@ -83,6 +83,7 @@ def test_when_every_dialogue_fails_results_are_still_written(real_rows, tmp_path
     assert on_disk["deployment"]["queries"] == 0 and on_disk["per_subscale"] == {}
 
 
+@pytest.mark.slow
 def test_the_cli_exits_non_zero_with_one_line_when_nothing_could_be_scored(tmp_path, monkeypatch, capsys):
     from test_api_adapters import FakeApi
 

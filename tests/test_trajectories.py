@@ -173,6 +173,7 @@ def _corpus_loss(model, table) -> float:
         return float(model(features=feats, seconds_mask=seconds, labels=labels, labels_mask=labelled).loss)
 
 
+@pytest.mark.slow
 def test_training_the_cser_lowers_the_ccc_loss_and_the_result_saves_and_loads(tmp_path):
     table = _synthetic_corpus(tmp_path)
     out = tmp_path / "cser"
