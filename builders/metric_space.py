@@ -4,8 +4,8 @@ The Space is the evaluate layout: `<repo name>.py` (the evaluate module, named
 after the repository so `evaluate.load("<owner>/<name>")` finds it; the
 default SpeechEQ/speecheq gives `speecheq.py`), the core files it imports, and
 the files checked in beside the module for the Space: the metric card as
-README.md (its YAML header configures the Space), `app.py` (the evaluate
-gradio widget) and `requirements.txt`. A dry run assembles and checks the
+README.md (its YAML header configures the Space), `app.py` (a gradio
+form over the module) and `requirements.txt`. A dry run assembles and checks the
 folder offline and uploads nothing; a real run needs a Hugging Face token.
 """
 

@@ -10,6 +10,7 @@ import re
 import stat
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -271,21 +272,65 @@ def test_space_requirements_are_pinned_as_in_setup_cfg():
     third_party = set()
     for path in METRIC_DIR.glob("*.py"):
         third_party |= {m for m in _module_level_imports(path) if m not in sys.stdlib_module_names and m != "__future__"}
-    assert third_party == {"datasets", "evaluate", "numba", "numpy"}  # gradio comes with the Space's SDK
-    assert third_party <= set(listed)
+    assert third_party == {"datasets", "evaluate", "gradio", "numba", "numpy"}
+    assert third_party - {"gradio"} <= set(listed)  # gradio comes with the Space's SDK (sdk_version in the card)
+    header = (METRIC_DIR / "README.md").read_text(encoding="utf-8").split("---")[1]
+    # app.py uses gradio 6's Dataframe(column_count=...); numpy 2.4 needs Python 3.11, and Spaces default to 3.10
+    assert re.search(r"^sdk_version: 6\.\d+\.\d+$", header, re.M) and 'python_version: "3.11"' in header
+
+
+class _FakeGradio(types.ModuleType):
+    """The part of gradio's API the Space's app.py uses, recording what it was given (gradio is not a dependency)."""
+
+    def __init__(self):
+        super().__init__("gradio")
+        self.launched = []
+        recorder = self
+
+        class Component:
+            def __init__(self, value=None, **kwargs):
+                self.value, self.kwargs = value, kwargs
+
+        class Interface:
+            def __init__(self, fn, inputs, outputs, **kwargs):
+                self.fn, self.inputs, self.outputs, self.kwargs = fn, inputs, outputs, kwargs
+
+            def launch(self):
+                recorder.launched.append(self)
+
+        self.Dataframe = self.JSON = Component
+        self.Interface = Interface
 
 
 def _run_app(folder: Path, monkeypatch) -> object:
-    """Run a Space's app.py as the Space does, with the gradio launch replaced by a recorder; returns the module it launched."""
+    """Run a Space's app.py as the Space does (`python app.py`), with a recording gradio; returns the form it launched."""
     import runpy
 
-    import evaluate.utils
-
-    launched = []
-    monkeypatch.setattr(evaluate.utils, "launch_gradio_widget", launched.append)
+    gradio = _FakeGradio()
+    monkeypatch.setitem(sys.modules, "gradio", gradio)
     runpy.run_path(str(folder / "app.py"), run_name="__main__")
-    assert len(launched) == 1
-    return launched[0]
+    assert len(gradio.launched) == 1
+    return gradio.launched[0]
+
+
+def _metric_of(form) -> object:
+    """The evaluate module behind a launched form (its compute closure holds it)."""
+    return next(c.cell_contents for c in form.fn.__closure__ if hasattr(c.cell_contents, "compute"))
+
+
+@pytest.mark.slow
+def test_space_form_scores_its_own_example_table(monkeypatch):
+    """The form has one column per feature, starts filled with a worked example, and submitting it scores that table."""
+    import pandas as pd
+
+    form = _run_app(METRIC_DIR, monkeypatch)
+    table = form.inputs
+    assert table.kwargs["headers"] == ["predictions", "references"] and table.kwargs["column_count"] == 2
+    assert table.kwargs["datatype"] == ["str", "str"] and table.kwargs["type"] == "pandas"
+    # what gradio hands the function on submit: the table's cells as text, one dialogue per row
+    scores = form.fn(pd.DataFrame(table.value, columns=table.kwargs["headers"]))
+    assert (scores["acc_turn4"], scores["acc_turn6"], scores["acc_traj"], scores["n_dialogues"]) == (2 / 3, 1.0, 2 / 3, 3)
+    assert "SpeechEQ" in form.kwargs["article"] and "---" not in form.kwargs["article"][:10]  # the card, without its YAML
 
 
 @pytest.mark.slow
@@ -305,8 +350,8 @@ def test_published_space_loads_by_folder_name_like_the_hub(tmp_path, monkeypatch
     assert (out["acc_traj"], out["acc_turn6"]) == (0.5, 1.0)
     assert evaluate.load(str(space), "categorical_ers").compute(predictions=["happy"], references=["happy"]) == {"categorical_ers": 1.0}
     # the Space's app.py finds speecheq.py there, and speecheq_metric.py in the checkout
-    assert type(_run_app(space, monkeypatch)).__module__.startswith("evaluate_modules.metrics.speecheq.")
-    assert type(_run_app(METRIC_DIR, monkeypatch)).__module__.startswith("evaluate_modules.metrics.speecheq_metric.")
+    assert type(_metric_of(_run_app(space, monkeypatch))).__module__.startswith("evaluate_modules.metrics.speecheq.")
+    assert type(_metric_of(_run_app(METRIC_DIR, monkeypatch))).__module__.startswith("evaluate_modules.metrics.speecheq_metric.")
 
 
 @pytest.mark.slow
