@@ -1,8 +1,8 @@
 """The shortcut audit (SPEC §9): how often does one delivery feature alone pick the resonant clip?
 
-For every test pair (turns 4 and 6) a rule compares the two same-text clips
-by one feature (duration, level, mean pitch, pitch range, or delivery distance
-to the catalyst's turn just before) and picks one. `pair_accuracy` is the share
+For every test pair (turns 4 and 6) each rule of
+`speecheq_dataset.delivery_rules` (the ones the `prosody` baseline answers with)
+compares the two same-text clips by one feature and picks one. `pair_accuracy` is the share
 of pairs where it picks the resonant clip, `traj_accuracy` the share of
 dialogues where it picks both; an undecidable pair (equal values, an unvoiced
 clip) counts one half, the expectation of a coin flip. On the authors' data
@@ -15,33 +15,23 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 from speecheq_dataset.acoustics import ClipFeatures
-from speecheq_dataset.acoustics import delivery_distance
+from speecheq_dataset.delivery_rules import RULES
+from speecheq_dataset.delivery_rules import RULES_BY_FEATURE
+from speecheq_dataset.delivery_rules import first_larger
+from speecheq_dataset.delivery_rules import picks_first
 
 from .tables import write_csv
 
 logger = logging.getLogger(__name__)
 
-# feature -> (the rule that picks the clip with the larger value, the rule that picks the smaller)
-RULES_BY_FEATURE: dict[str, tuple[str, str]] = {
-    "duration_s": ("slower", "faster"),
-    "rms_db": ("louder", "quieter"),
-    "pitch_hz": ("higher_pitch", "lower_pitch"),
-    "pitch_range_st": ("wider_pitch_range", "narrower_pitch_range"),
-    "catalyst_distance": ("farthest_from_catalyst", "closest_to_catalyst"),
-}
-# rule -> (feature, +1: it picks the larger value / -1: the smaller)
-AUDIT_RULES: dict[str, tuple[str, int]] = {
-    rule: (feature, sign) for feature, pair in RULES_BY_FEATURE.items() for rule, sign in zip(pair, (+1, -1))
-}
-# One rule per feature, the direction that the published data leaks (SPEC §9); its mirror is 1 - it.
-BALANCED_FEATURES: tuple[str, ...] = ("duration_s", "rms_db", "pitch_hz", "pitch_range_st", "catalyst_distance")
+# Every feature is balanced: a rule's mirror scores 1 - it, so one side per feature suffices (SPEC §9).
+BALANCED_FEATURES: tuple[str, ...] = tuple(RULES_BY_FEATURE)
 DEFAULT_BOUND = 0.60
 
 
@@ -67,26 +57,14 @@ class AuditRow:
     undecided: int
 
 
-def feature_value(clip: ClipFeatures, feature: str, catalyst: ClipFeatures | None) -> float:
-    """A clip's value of an audit feature (NaN when it cannot be measured)."""
-    if feature == "catalyst_distance":
-        return delivery_distance(clip, catalyst) if catalyst is not None else float("nan")
-    return float(getattr(clip, feature))
-
-
 def high_larger(pair: AuditPair, feature: str) -> float:
     """1 if the resonant clip has the larger value, 0 if the smaller, 0.5 when undecidable."""
-    a, b = feature_value(pair.high, feature, pair.catalyst), feature_value(pair.low, feature, pair.catalyst)
-    if not (math.isfinite(a) and math.isfinite(b)) or math.isclose(a, b, rel_tol=1e-12, abs_tol=0.0):
-        return 0.5
-    return 1.0 if a > b else 0.0
+    return first_larger(pair.high, pair.low, feature, pair.catalyst)
 
 
 def rule_outcome(rule: str, pair: AuditPair) -> float:
     """1 if the rule picks the resonant clip, 0 if not, 0.5 when it cannot decide."""
-    feature, sign = AUDIT_RULES[rule]
-    larger = high_larger(pair, feature)
-    return larger if sign > 0 else 1.0 - larger
+    return picks_first(rule, pair.high, pair.low, pair.catalyst)
 
 
 def audit_table(pairs: list[AuditPair]) -> list[AuditRow]:
@@ -94,7 +72,7 @@ def audit_table(pairs: list[AuditPair]) -> list[AuditRow]:
     if not pairs:
         raise ValueError("shortcut audit: no test pairs")
     rows = []
-    for rule in AUDIT_RULES:
+    for rule in RULES:
         outcomes = [rule_outcome(rule, p) for p in pairs]
         by_dialogue: dict[str, list[float]] = defaultdict(list)
         for pair, outcome in zip(pairs, outcomes):

@@ -7,19 +7,21 @@ import math
 
 import pytest
 
-from builders.audit import AUDIT_RULES
 from builders.audit import AuditPair
 from builders.audit import audit_table
 from builders.audit import load_pairs
 from builders.audit import main as audit_main
 from builders.audit import passes_bound
+from builders.audit import rule_outcome
 from builders.features import FeatureCache
 from builders.validate import distribution
 from builders.validate import main as validate_main
 from builders.validate import pair_contrasts
 from generation_helpers import real_features_file  # noqa: F401 (fixture)
 from generation_helpers import small_generated  # noqa: F401 (fixture)
+from eval_scripts.models.prosody import choose_option
 from speecheq_dataset.acoustics import ClipFeatures
+from speecheq_dataset.delivery_rules import RULES
 
 
 def clip(duration=2.0, rms=-20.0, pitch=200.0, spread=4.0, centroid=1000.0) -> ClipFeatures:
@@ -43,7 +45,7 @@ def test_hand_worked_audit_with_ties_as_half_and_trajectories_as_both_right():
     # lower pitch: right on d2 turn 4 (180 < 200), unvoiced and equal pitches are halves -> (1 + 0.5 * 3) / 4
     assert rows["lower_pitch"].pair_accuracy == pytest.approx(0.625)
     assert rows["quieter"].traj_accuracy == pytest.approx((1 * 0.5 + 0.5 * 0.5) / 2)
-    assert set(rows) == set(AUDIT_RULES) and all(r.n_pairs == 4 and r.n_dialogues == 2 for r in rows.values())
+    assert set(rows) == set(RULES) and all(r.n_pairs == 4 and r.n_dialogues == 2 for r in rows.values())
 
 
 def test_closest_to_catalyst_uses_the_delivery_distance():
@@ -77,6 +79,18 @@ def test_the_authors_real_pairs_leak_the_label_and_fail_the_bound(real_pairs):
 
 
 @pytest.mark.slow
+def test_the_prosody_baseline_answers_as_the_audit_scores_on_every_real_pair(real_pairs):
+    """One rule table: on each of the 90 real pairs, every rule picks in the baseline what the audit counts."""
+    assert len(RULES) == 10
+    for rule in RULES:
+        for pair in real_pairs:
+            choice, by_seed = choose_option(rule, (pair.high, pair.low), pair.catalyst, seed=0)
+            outcome = rule_outcome(rule, pair)
+            assert by_seed == (outcome == 0.5), (rule, pair.dialogue_id, pair.turn)
+            assert by_seed or (choice == 1) == (outcome == 1.0), (rule, pair.dialogue_id, pair.turn)
+
+
+@pytest.mark.slow
 def test_contrast_v1_on_the_real_pairs_matches_the_calibration_numbers(real_pairs):
     scores = [r.result.score for r in pair_contrasts(real_pairs)]
     stats = distribution(scores)
@@ -90,7 +104,7 @@ def test_audit_and_validate_commands_write_their_csvs(small_generated, tmp_path,
     cache = str(tmp_path / "features.jsonl")
     assert audit_main([str(raw), "--report", str(tmp_path / "audit.csv"), "--cache", cache, "--fail-over-bound"]) == 0
     rows = list(csv.DictReader((tmp_path / "audit.csv").open()))
-    assert [r["rule"] for r in rows] == list(AUDIT_RULES) and {"rule", "pair_accuracy", "traj_accuracy", "n_pairs"} <= set(rows[0])
+    assert [r["rule"] for r in rows] == list(RULES) and {"rule", "pair_accuracy", "traj_accuracy", "n_pairs"} <= set(rows[0])
     assert validate_main([str(raw), "--report", str(tmp_path / "contrast.csv"), "--cache", cache, "--oracle-llm", "scripted"]) == 0
     contrast = list(csv.DictReader((tmp_path / "contrast.csv").open()))
     assert len(contrast) == 12 and {"dataset_id", "turn", "contrast_score"} <= set(contrast[0])

@@ -19,6 +19,13 @@ def tone(freq: float = 200.0, seconds: float = 1.0, amplitude: float = 0.3, colu
     return Clip((amplitude * np.sin(2 * np.pi * freq * t)).astype(np.float32), SR, column)
 
 
+def glide(low: float = 150.0, high: float = 300.0, seconds: float = 1.0) -> Clip:
+    """A tone whose pitch rises exponentially from `low` to `high` Hz: one octave of pitch range for the default."""
+    t = np.arange(int(seconds * SR)) / SR
+    phase = 2 * np.pi * low * seconds / np.log(high / low) * ((high / low) ** (t / seconds) - 1)
+    return Clip((0.3 * np.sin(phase)).astype(np.float32), SR, "x")
+
+
 def query(option1: Clip, option2: Clip, preceding: Clip | None = None, seed: int = 0) -> ChoiceQuery:
     return ChoiceQuery(uid=f"d/r1/generate/random/run{seed}", system="", parts=[], options=(option1, option2), preceding=preceding, seed=seed)
 
@@ -37,6 +44,8 @@ SYNTHETIC = [
     ("louder", tone(amplitude=0.3), tone(amplitude=0.1), 1),
     ("lower_pitch", tone(freq=300), tone(freq=150), 2),
     ("higher_pitch", tone(freq=300), tone(freq=150), 1),
+    ("wider_pitch_range", tone(freq=212), glide(150, 300), 2),
+    ("narrower_pitch_range", tone(freq=212), glide(150, 300), 1),
 ]
 
 
@@ -95,7 +104,8 @@ def test_registry_builds_it_and_describe_records_the_rule():
     described = model.describe()
     assert described["rule"] == "closest_to_catalyst" and described["label"] == "prosody:closest_to_catalyst"
     assert build_model("prosody").describe()["rule"] == "slower"
-    assert set(RULES) == {"slower", "faster", "quieter", "louder", "lower_pitch", "higher_pitch", "closest_to_catalyst", "farthest_from_catalyst"}
+    assert set(RULES) == {"slower", "faster", "quieter", "louder", "lower_pitch", "higher_pitch", "wider_pitch_range", "narrower_pitch_range",
+                          "closest_to_catalyst", "farthest_from_catalyst"}
 
 
 def test_logprob_mode_gives_the_same_choice():

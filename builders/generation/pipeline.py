@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+from speecheq_dataset.delivery_rules import RULES
 from speecheq_dataset.files import write_bytes_atomic
 from speecheq_dataset.secrecy import scrub_bytes
 from speecheq_dataset.taxonomy import VALENCES
 
-from ..audit import AUDIT_RULES
 from ..audit import DEFAULT_BOUND
 from ..audit import high_larger
 from ..audit import audit_markdown
@@ -216,7 +216,7 @@ def select_balanced(config: GenerateConfig, items: list[Item], work_dir: Path, t
         if not audit_pairs or passes_bound(audit_table(audit_pairs), config.bound) or balance_round == config.balance_rounds:
             break
         worst = max(audit_table(audit_pairs), key=lambda r: r.pair_accuracy)
-        feature = AUDIT_RULES[worst.rule][0]
+        feature = RULES[worst.rule][0]
         sides = {key: high_larger(audit, feature) for key, (_, audit) in selected.items()}
         added = add_counter_renderings(work_dir, {i.item_id: i for i in ready}, sides, feature, tts, cache, seed=config.seed + balance_round,
                                        config=SpeechConfig(max_syntheses=config.max_syntheses))

@@ -7,14 +7,12 @@ in the published data resonant clips were synthesised "calm, warm, patient"
 and dissonant ones "sharp, loud, rushed", so pace and loudness leak the label.
 Every report shows these beside the models.
 
-Rules (`--model-args rule=NAME`):
-- slower / faster: the longer / shorter clip (silence-trimmed duration);
-- quieter / louder: the lower / higher RMS level (dB);
-- lower_pitch / higher_pitch: the lower / higher mean F0 (log domain);
-- closest_to_catalyst / farthest_from_catalyst: the option whose delivery is
-  nearest to / farthest from the catalyst's preceding turn, in a fixed
-  standardised space: pitch, level, spectral centroid, ZCR and MFCC gaps each
-  divided by its contrast_v1 threshold (duration is left out: it depends on the words).
+Rules (`--model-args rule=NAME`) are the single-feature rules of
+`speecheq_dataset.delivery_rules`, the same table the builders' shortcut audit
+measures: slower / faster, louder / quieter, higher_pitch / lower_pitch,
+wider_pitch_range / narrower_pitch_range, farthest_from_catalyst /
+closest_to_catalyst (delivery distance to the catalyst's turn before the test
+turn; duration is left out of it: it depends on the words).
 
 Undecidable cases (equal values, an unvoiced clip for a pitch rule, no
 preceding turn for a catalyst rule) are broken by the query's seed, so runs are
@@ -33,24 +31,14 @@ import numpy as np
 from eval_scripts.models.base import ChoiceModel, ChoiceQuery, Clip, ModelOutput, register
 from eval_scripts.models.memo import ClipMemo
 from speecheq_dataset import acoustics
+from speecheq_dataset import delivery_rules
 from speecheq_dataset.acoustics import ClipFeatures
 from speecheq_dataset.columns import TEST_TURNS
 from speecheq_dataset.columns import audio_column
 
 logger = logging.getLogger(__name__)
 
-# rule -> (feature attribute, +1 to pick the larger value / -1 the smaller)
-FEATURE_RULES: dict[str, tuple[str, int]] = {
-    "slower": ("duration_s", +1),
-    "faster": ("duration_s", -1),
-    "quieter": ("rms_db", -1),
-    "louder": ("rms_db", +1),
-    "lower_pitch": ("pitch_hz", -1),
-    "higher_pitch": ("pitch_hz", +1),
-}
-# rule -> +1 to pick the option farther from the catalyst's turn, -1 the nearer one
-CATALYST_RULES: dict[str, int] = {"closest_to_catalyst": -1, "farthest_from_catalyst": +1}
-RULES: tuple[str, ...] = (*FEATURE_RULES, *CATALYST_RULES)
+RULES: tuple[str, ...] = tuple(delivery_rules.RULES)
 DEFAULT_RULE = "slower"
 
 
@@ -59,27 +47,14 @@ def seed_tiebreak(seed: int) -> int:
     return 1 + int(np.random.default_rng(seed).integers(2))
 
 
-def rule_scores(rule: str, options: tuple[ClipFeatures, ClipFeatures], preceding: ClipFeatures | None = None) -> tuple[float, float]:
-    """The two numbers a rule compares; the option with the larger score wins (NaN = undecidable)."""
-    if rule in FEATURE_RULES:
-        attribute, sign = FEATURE_RULES[rule]
-        return sign * getattr(options[0], attribute), sign * getattr(options[1], attribute)
-    if rule in CATALYST_RULES:
-        if preceding is None:
-            return float("nan"), float("nan")
-        sign = CATALYST_RULES[rule]
-        return tuple(sign * acoustics.delivery_distance(option, preceding) for option in options)  # type: ignore[return-value]
-    raise ValueError(f"unknown prosody rule {rule!r}; known rules: {', '.join(RULES)}")
-
-
 def choose_option(
     rule: str, options: tuple[ClipFeatures, ClipFeatures], preceding: ClipFeatures | None = None, seed: int = 0
 ) -> tuple[int, bool]:
     """(chosen option 1 or 2, whether the seed decided) for one query under `rule`."""
-    first, second = rule_scores(rule, options, preceding)
-    if not (math.isfinite(first) and math.isfinite(second)) or math.isclose(first, second, rel_tol=1e-12, abs_tol=0.0):
+    first = delivery_rules.picks_first(rule, options[0], options[1], preceding)
+    if first == 0.5:
         return seed_tiebreak(seed), True
-    return (1 if first > second else 2), False
+    return (1 if first else 2), False
 
 
 def _features(memo: ClipMemo, clip: Clip) -> ClipFeatures:
@@ -121,13 +96,13 @@ class ProsodyBaseline(ChoiceModel):
             "kind": "shortcut baseline (delivery rule; no weights, no text)",
             "features": "speecheq_dataset.acoustics",
             "analysis_sr": acoustics.ANALYSIS_SR,
-            "distance_scale": acoustics.CONTRAST_V1.version if self.rule in CATALYST_RULES else None,
+            "distance_scale": acoustics.CONTRAST_V1.version if delivery_rules.uses_catalyst(self.rule) else None,
         }
 
     def prepare_clips(self, clips: list[Clip]) -> None:
         """Measure ahead the clips this rule reads: the options, and the catalyst turns before them for catalyst rules."""
         needed = {audio_column(turn, level) for turn in TEST_TURNS for level in ("high", "low")}
-        if self.rule in CATALYST_RULES:
+        if delivery_rules.uses_catalyst(self.rule):
             needed |= {audio_column(turn - 1) for turn in TEST_TURNS}
         for clip in clips:
             if clip.column in needed:
@@ -137,7 +112,7 @@ class ProsodyBaseline(ChoiceModel):
         start = time.perf_counter()
         options = (_features(self._memo, query.options[0]), _features(self._memo, query.options[1]))
         preceding = None
-        if self.rule in CATALYST_RULES:
+        if delivery_rules.uses_catalyst(self.rule):
             if query.preceding is None and not self._needs_catalyst_warned:
                 logger.warning("prosody:%s: query %s has no preceding catalyst turn; the seed decides", self.rule, query.uid)
                 self._needs_catalyst_warned = True
