@@ -54,6 +54,7 @@ def load_speecheq(
                 logger.warning("%s: %d dialogue folder(s) rejected (see warnings above)", path, len(rejected))
             return _check_split(dataset, split, str(path))
         if (path / "README.md").is_file() or any(path.glob("data/*.parquet")):
+            _check_parquet_footers(path)
             return datasets.load_dataset(os.fspath(path), split=split, cache_dir=_str(cache_dir))
         raise ValueError(
             f"{path}: neither raw generator output (<slug>/<id>/metadata.json) nor an exported dataset "
@@ -62,6 +63,18 @@ def load_speecheq(
     if isinstance(source, str) and _HUB_ID.match(source):
         return datasets.load_dataset(source, split=split, cache_dir=_str(cache_dir))
     raise FileNotFoundError(f"SpeechEQ source {str(source)!r}: no such folder, and not a Hub id like 'SpeechEQ/SpeechEQ'")
+
+
+def _check_parquet_footers(export_dir: Path) -> None:
+    """A ValueError naming the first shard of an export that is not a readable parquet file (datasets' own error names none)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for shard in sorted(export_dir.rglob("*.parquet")):
+        try:
+            pq.read_schema(shard)
+        except (OSError, pa.ArrowException) as exc:
+            raise ValueError(f"{shard}: not a readable parquet file ({exc})") from exc
 
 
 def _str(path) -> str | None:

@@ -93,6 +93,20 @@ def test_the_command_line_runs_the_same_pipeline(tmp_path, capsys):
     assert main(other_seed) == 1 and "holds a generation with other settings" in capsys.readouterr().err
 
 
+def test_a_folder_generate_did_not_make_is_refused_and_left_as_it_was(tmp_path, capsys):
+    from speecheq_cli.main import main
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "thesis.tex").write_text("mine")
+    (tmp_path / "notes" / "interpersonal_empathy").mkdir()  # even one that looks like a subscale folder
+    args = ["generate", str(tmp_path / "notes"), "--llm", "scripted", "--tts", "espeak", "--per-cell", "1", "--subscales", "interpersonal_empathy"]
+    assert main(args) == 1
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "is not empty (interpersonal_empathy, thesis.tex)" in error[0] and "pick a new or empty folder" in error[0]
+    assert sorted(p.name for p in (tmp_path / "notes").iterdir()) == ["interpersonal_empathy", "thesis.tex"]
+    assert (tmp_path / "notes" / "thesis.tex").read_text() == "mine"
+
+
 def test_resume_after_an_interruption_redoes_nothing_finished(tmp_path):
     items = plan_items(1, 0, subscales=("interpersonal_empathy",))
     interrupted = CountingBackend(ScriptedBackend(), stop_after=2)

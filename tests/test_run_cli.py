@@ -57,6 +57,15 @@ def test_each_mistake_is_one_line_and_exit_2_before_any_weights(argv, words, cap
     fails_in_one_line(argv, capsys, *words)
 
 
+def test_a_broken_parquet_shard_is_named(tmp_path, capsys, no_weights):
+    export = tmp_path / "export"
+    (export / "data").mkdir(parents=True)
+    (export / "README.md").write_text("---\nconfigs: []\n---\n")
+    (export / "data" / "test-00000-of-00001.parquet").write_bytes(b"junk")  # shorter than a parquet footer
+    fails_in_one_line(["--model", "random", "--dataset", str(export)], capsys,
+                      f"{export / 'data' / 'test-00000-of-00001.parquet'}: not a readable parquet file")
+
+
 def test_an_api_model_without_the_api_extra_fails_up_front(capsys, monkeypatch, no_weights):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "httpx" else real(name, *a))

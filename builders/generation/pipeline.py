@@ -290,6 +290,17 @@ def _json_default(value):
     return str(value)
 
 
+def refuse_a_foreign_folder(out_dir: Path) -> None:
+    """A ValueError when OUT_DIR holds anything but an earlier generate run's work (ours has OUT_DIR/.speecheq-generate)."""
+    if not out_dir.is_dir() or work_dir_of(out_dir).is_dir():
+        return
+    found = sorted(p.name for p in out_dir.iterdir())
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise ValueError(f"{out_dir} is not empty ({shown}) and is not a folder of an earlier `speecheq generate` run "
+                         f"(no {WORK_DIR_NAME}/): generate writes and replaces dialogue folders there, so pick a new or empty folder")
+
+
 def run_pipeline(config: GenerateConfig, *, text_backend=None, tts=None, progress: bool = True) -> GenerateSummary:
     """Run (or resume) the whole pipeline into config.out_dir and return what it did."""
     from .llm import build_text_backend
@@ -298,6 +309,7 @@ def run_pipeline(config: GenerateConfig, *, text_backend=None, tts=None, progres
     if config.per_cell < 1:
         raise ValueError(f"--per-cell must be >= 1, got {config.per_cell}")
     work_dir = work_dir_of(config.out_dir)
+    refuse_a_foreign_folder(Path(config.out_dir))
     work_dir.mkdir(parents=True, exist_ok=True)
     owned = []  # backends built here are closed here
     if text_backend is None:
