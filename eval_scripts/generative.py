@@ -26,7 +26,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -338,10 +337,7 @@ def respond(config: RespondConfig, *, model=None, dataset=None, vad=None, labell
     # As in the runner: the whole dataset's fingerprint, before --limit, so a larger limit extends a run.
     fingerprint = dataset_fingerprint(dataset)
     dataset = runner.first_rows(dataset, config.limit)
-    runner.prepare_run_dir(run_dir, identity(config, fingerprint, template), config.overwrite, is_main)
-    if is_main and config.overwrite:
-        for name in (REPLIES_DIR, TRAJECTORIES_DIR):
-            shutil.rmtree(run_dir / name, ignore_errors=True)
+    runner.prepare_run_dir(run_dir, identity(config, fingerprint, template), config.overwrite, is_main, (REPLIES_DIR, TRAJECTORIES_DIR))
     accelerator.wait_for_everyone()
 
     ids = [str(i) for i in dataset["id"]]

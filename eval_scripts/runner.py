@@ -235,9 +235,11 @@ def identity(config: RunConfig, fingerprint: str, the_prompt_hash: str) -> dict:
     return {"config": public, "dataset_fingerprint": fingerprint, "prompt_hash": the_prompt_hash}
 
 
-def prepare_run_dir(run_dir: Path, ident: dict, overwrite: bool, is_main: bool) -> None:
-    """Refuse to resume into a directory of a different run; wipe it with --overwrite (rank 0 writes)."""
+def prepare_run_dir(run_dir: Path, ident: dict, overwrite: bool, is_main: bool, extra_outputs: tuple[str, ...] = ()) -> None:
+    """Refuse to resume into a directory of a different run, or to write over outputs no run of ours left there;
+    with --overwrite, remove the run's outputs (the usual files plus a track's `extra_outputs` folders) first (rank 0 writes)."""
     config_path = run_dir / store.RUN_CONFIG
+    outputs = (store.SHARDS_DIR, SAMPLES_FILE, RESULTS_FILE, *extra_outputs)
     if config_path.is_file() and not overwrite:
         previous = json.loads(config_path.read_text(encoding="utf-8"))
         if previous != ident:
@@ -245,13 +247,22 @@ def prepare_run_dir(run_dir: Path, ident: dict, overwrite: bool, is_main: bool) 
             raise ValueError(
                 f"{run_dir} holds a different run ({'; '.join(diffs)}); use another --output-dir, or --overwrite to start over"
             )
+    elif not overwrite:
+        # Every run writes run_config.json before anything else, so these files are someone else's.
+        present = [name for name in outputs if (run_dir / name).exists()]
+        if present:
+            raise ValueError(f"{run_dir} already has {', '.join(present)} but no {store.RUN_CONFIG}, so no run of ours wrote them; "
+                             "use another --output-dir, or --overwrite to replace them")
     if not is_main:
         return
     if overwrite:
-        for name in (store.SHARDS_DIR,):
-            shutil.rmtree(run_dir / name, ignore_errors=True)
-        for name in (SAMPLES_FILE, RESULTS_FILE, store.RUN_CONFIG):
-            (run_dir / name).unlink(missing_ok=True)
+        for name in outputs:
+            path = run_dir / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        config_path.unlink(missing_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     store.remove_stale_temporaries(run_dir)
     store.write_json_atomic(config_path, ident)

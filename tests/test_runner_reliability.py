@@ -115,6 +115,32 @@ def test_extending_a_limited_run_resumes_it(real_rows, tmp_path):
     assert whole["metrics"] == extended["metrics"]
 
 
+@pytest.mark.parametrize("theirs", ["results.json", "samples.jsonl", "shards/rank0.jsonl"])
+def test_outputs_no_run_of_ours_wrote_are_never_written_over(real_rows, tmp_path, theirs):
+    # Issue 8's rule for run folders: a results.json someone else put in --output-dir was replaced silently.
+    run_dir = tmp_path / "run"
+    (run_dir / theirs).parent.mkdir(parents=True)
+    (run_dir / theirs).write_text("mine")
+    with pytest.raises(ValueError, match=rf"already has {theirs.split('/')[0]} but no run_config.json.*--overwrite to replace them"):
+        run_with(build_model("random"), real_rows, tmp_path)
+    assert (run_dir / theirs).read_text() == "mine" and not (run_dir / store.RUN_CONFIG).exists()
+    results, _ = run_with(build_model("random"), real_rows, tmp_path, overwrite=True)  # asked for: replaced
+    assert results["metrics"]["n_dialogues"] == N_DIALOGUES and (run_dir / store.RUN_CONFIG).is_file()
+
+
+def test_a_track_folder_no_run_of_ours_wrote_is_never_written_over(tmp_path):
+    from eval_scripts import runner
+
+    (tmp_path / "dialogues").mkdir()
+    (tmp_path / "dialogues" / "mine.json").write_text("{}")
+    with pytest.raises(ValueError, match="already has dialogues but no run_config.json"):
+        runner.prepare_run_dir(tmp_path, {"config": {}}, overwrite=False, is_main=True, extra_outputs=("dialogues",))
+    runner.prepare_run_dir(tmp_path, {"config": {}}, overwrite=False, is_main=True)  # a folder this track does not write
+    assert (tmp_path / "dialogues" / "mine.json").is_file()
+    runner.prepare_run_dir(tmp_path, {"config": {}}, overwrite=True, is_main=True, extra_outputs=("dialogues",))
+    assert not (tmp_path / "dialogues").exists() and (tmp_path / store.RUN_CONFIG).is_file()
+
+
 def test_temporaries_left_by_a_kill_during_the_final_write_are_removed_on_resume(real_rows, tmp_path):
     # Issue 8.18.
     _, run_dir = run_with(build_model("random"), real_rows, tmp_path)

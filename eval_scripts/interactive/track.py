@@ -31,7 +31,6 @@ import json
 import logging
 import re
 import shlex
-import shutil
 import time
 from dataclasses import dataclass
 from dataclasses import field
@@ -486,9 +485,7 @@ def interact(config: InteractConfig, *, model=None, agents: Agents | None = None
     accelerator = runner.make_accelerator()
     is_main = accelerator.is_main_process
     run_dir = Path(config.output_dir)
-    runner.prepare_run_dir(run_dir, identity(config, profiles_info["sha256"], prompts), config.overwrite, is_main)
-    if is_main and config.overwrite:
-        shutil.rmtree(run_dir / DIALOGUES_DIR, ignore_errors=True)
+    runner.prepare_run_dir(run_dir, identity(config, profiles_info["sha256"], prompts), config.overwrite, is_main, (DIALOGUES_DIR,))
     accelerator.wait_for_everyone()
     if model is None:
         model = build_responder(config.model, **config.model_args)
