@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
 import random
@@ -20,6 +21,8 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+
+from speecheq_dataset.files import write_bytes_atomic
 
 CRITERIA: tuple[str, ...] = ("text_quality", "audio_quality", "eq_relevance_text", "eq_relevance_audio", "answer_correctness")
 CRITERIA_HELP = {
@@ -87,18 +90,22 @@ SHEET_INFO = ("dataset_id", "subscale", "scenario_valence", "title", "context", 
               "turn4_clip_high", "turn4_clip_low", "turn6_clip_high", "turn6_clip_low", "folder")
 
 
-def export_sheet(raw_dir: Path | str, sheet: Path | str, *, per_subscale: int = DEFAULT_PER_SUBSCALE, seed: int = 0) -> int:
+def export_sheet(raw_dir: Path | str, sheet: Path | str, *, per_subscale: int = DEFAULT_PER_SUBSCALE, seed: int = 0,
+                 overwrite: bool = False) -> int:
     """Write the annotation sheet; returns the number of dialogues in it."""
+    sheet = Path(sheet)
+    if sheet.exists() and not overwrite:  # it may already hold an annotator's marks
+        raise ValueError(f"{sheet} exists (it may hold annotations); pass --overwrite to replace it with a blank sheet")
     chosen = sample_dialogues(_entries(Path(raw_dir)), per_subscale, seed)
     if not chosen:
         raise ValueError(f"{raw_dir}: no valid dialogues to annotate")
-    sheet = Path(sheet)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=[*SHEET_INFO, *CRITERIA, "notes"])
+    writer.writeheader()
+    for entry in chosen:
+        writer.writerow({**entry, **{c: "" for c in CRITERIA}, "notes": ""})
     sheet.parent.mkdir(parents=True, exist_ok=True)
-    with sheet.open("w", newline="", encoding="utf-8") as out:
-        writer = csv.DictWriter(out, fieldnames=[*SHEET_INFO, *CRITERIA, "notes"])
-        writer.writeheader()
-        for entry in chosen:
-            writer.writerow({**entry, **{c: "" for c in CRITERIA}, "notes": ""})
+    write_bytes_atomic(sheet, text.getvalue().encode("utf-8"))
     return len(chosen)
 
 
@@ -182,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     exp.add_argument("sheet", metavar="SHEET.csv")
     exp.add_argument("--per-subscale", type=int, default=DEFAULT_PER_SUBSCALE)
     exp.add_argument("--seed", type=int, default=0)
+    exp.add_argument("--overwrite", action="store_true", help="replace an existing SHEET.csv (its annotations are lost)")
     imp = sub.add_parser("import", help="two filled sheets -> pass rates, Cohen's kappa, exclusions")
     imp.add_argument("sheet_a", metavar="SHEET_A.csv")
     imp.add_argument("sheet_b", metavar="SHEET_B.csv")
@@ -189,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
         if args.command == "export":
-            n = export_sheet(args.raw_dir, args.sheet, per_subscale=args.per_subscale, seed=args.seed)
+            n = export_sheet(args.raw_dir, args.sheet, per_subscale=args.per_subscale, seed=args.seed, overwrite=args.overwrite)
             print(f"wrote {n} dialogues to {args.sheet}; criteria (1 = pass, 0 = fail):")
             for c in CRITERIA:
                 print(f"  {c}: {CRITERIA_HELP[c]}")
@@ -197,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             check = compare(read_sheet(args.sheet_a), read_sheet(args.sheet_b))
             payload = {"n_dialogues": check.n_dialogues, "pass_rates": check.pass_rates,
                        "kappa": {k: (None if math.isnan(v) else v) for k, v in check.kappa.items()}, "excluded": check.excluded}
-            Path(args.out).write_text(json.dumps(payload, indent=1), encoding="utf-8")
+            write_bytes_atomic(args.out, json.dumps(payload, indent=1).encode("utf-8"))
             print(report_text(check))
             print(f"written: {args.out}")
     except (OSError, ValueError) as exc:

@@ -38,6 +38,10 @@ def test_stratified_sheet_from_the_real_data(real_raw_dir, tmp_path):
     rows = list(csv.DictReader(sheet.open()))
     assert len(rows) == 30 and all(sum(r["subscale"] == s for r in rows) == 2 for s in {r["subscale"] for r in rows})
     assert all(r[c] == "" for r in rows for c in CRITERIA) and rows[0]["turn4_clip_high"].endswith("04.mp3")
+    sheet.write_text("an annotator's marks")  # exporting again must not wipe a filled sheet
+    assert human_main(["export", str(real_raw_dir), str(sheet)]) == 1 and sheet.read_text() == "an annotator's marks"
+    assert human_main(["export", str(real_raw_dir), str(sheet), "--per-subscale", "1", "--overwrite"]) == 0
+    assert len(list(csv.DictReader(sheet.open()))) == 15
 
 
 def _fill(sheet, target, fails: dict[str, str]):
