@@ -237,3 +237,25 @@ def test_log_mels_made_by_a_worker_process_are_the_ones_encode_uses(real_rows, m
     plain = build_model("qwen2.5-omni", pretrained="tiny-random").encode([query])
     assert all(torch.equal(adopted[k], plain[k]) for k in plain)
     assert build_model("qwen2-audio", pretrained="tiny-random").clip_preparer() is None  # its processor pads to 30 s itself
+
+
+def test_a_new_prompt_file_does_not_change_the_tiny_tokenizer(tmp_path, monkeypatch):
+    """The tiny models' tokenizer is trained on named prompt files, so adding a prompt leaves every tiny answer as it was."""
+    import shutil
+
+    import eval_scripts.prompts
+    from eval_scripts.models import tiny
+
+    before = tiny._bpe_vocab_and_merges()
+    copy = tmp_path / "prompts"
+    shutil.copytree(eval_scripts.prompts.PROMPTS_DIR, copy)
+    (copy / "new_task_v1.json").write_text('{"instructions": "' + "entirely new words like zephyr quixotic " * 50 + '"}')
+    monkeypatch.setattr(eval_scripts.prompts, "PROMPTS_DIR", copy)
+    tiny._bpe_vocab_and_merges.cache_clear()
+    try:
+        assert tiny._bpe_vocab_and_merges() == before
+        (copy / tiny.TOKENIZER_CORPUS[0]).write_text('{"system": "zephyr quixotic"}')  # the named files do count
+        tiny._bpe_vocab_and_merges.cache_clear()
+        assert tiny._bpe_vocab_and_merges() != before
+    finally:
+        tiny._bpe_vocab_and_merges.cache_clear()

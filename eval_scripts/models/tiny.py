@@ -86,9 +86,13 @@ def tiny_tokenizer(family: str):
     return tokenizer
 
 
+# Named, not globbed: a new prompt file must not change the tiny tokenizer, and with it every tiny model's answers.
+TOKENIZER_CORPUS = ("forced_choice_v1.json", "personas_v1.json")
+
+
 @functools.lru_cache(maxsize=1)
 def _bpe_vocab_and_merges() -> tuple[dict[str, int], list[tuple[str, str]]]:
-    """Byte-level BPE (1024 entries: 256 bytes + merges) trained on eval_scripts/prompts/*.json."""
+    """Byte-level BPE (1024 entries: 256 bytes + merges) trained on the runner's prompt files (TOKENIZER_CORPUS)."""
     from tokenizers import Tokenizer
     from tokenizers import models
     from tokenizers import pre_tokenizers
@@ -105,8 +109,8 @@ def _bpe_vocab_and_merges() -> tuple[dict[str, int], list[tuple[str, str]]]:
             for value in node.values():
                 strings(value)
 
-    for path in sorted(PROMPTS_DIR.glob("*.json")):
-        strings(json.loads(path.read_text(encoding="utf-8")))
+    for name in TOKENIZER_CORPUS:
+        strings(json.loads((PROMPTS_DIR / name).read_text(encoding="utf-8")))
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     trainer = trainers.BpeTrainer(vocab_size=_VOCAB, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
