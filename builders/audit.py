@@ -25,6 +25,7 @@ from speecheq_dataset.delivery_rules import RULES
 from speecheq_dataset.delivery_rules import RULES_BY_FEATURE
 from speecheq_dataset.delivery_rules import first_larger
 from speecheq_dataset.delivery_rules import picks_first
+from speecheq_dataset.files import exit_status
 
 from .tables import write_csv
 
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = audit_table(load_pairs(args.data, FeatureCache(args.cache or default_cache_path())))
     except (OSError, ValueError) as exc:
         print(f"speecheq audit: error: {exc}", file=sys.stderr)
-        return 1
+        return exit_status(exc)
     write_audit_csv(rows, args.report)
     print(audit_markdown(rows, bound=args.bound))
     print(f"\nwritten: {args.report}")

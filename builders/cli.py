@@ -49,15 +49,16 @@ def _rejection_report(rejected) -> str:
 def _one_line(exc: BaseException, args) -> str:
     """The error as one line: a full disk or file-size limit named with its path, else the message's first line."""
     from speecheq_dataset.files import describe_write_error
+    from speecheq_dataset.files import one_line
 
-    reason = describe_write_error(exc, getattr(args, "out_dir", None))
-    return reason or (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return describe_write_error(exc, getattr(args, "out_dir", None)) or one_line(exc)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `speecheq dataset ...`; returns the exit status."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     from speecheq_dataset.files import describe_write_error
+    from speecheq_dataset.files import exit_status
     from speecheq_dataset.raw import RawDialogueError
 
     from .export import build_export
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"speecheq dataset {args.command}: error: {_one_line(exc, args)}", file=sys.stderr)
-        return 1
+        return exit_status(exc)
     except Exception as exc:  # e.g. datasets' DatasetGenerationError around a failed write
         reason = describe_write_error(exc, args.out_dir)
         if reason is None:

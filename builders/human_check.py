@@ -22,6 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from speecheq_dataset.files import exit_status
 from speecheq_dataset.files import write_bytes_atomic
 
 CRITERIA: tuple[str, ...] = ("text_quality", "audio_quality", "eq_relevance_text", "eq_relevance_audio", "answer_correctness")
@@ -210,5 +211,5 @@ def main(argv: list[str] | None = None) -> int:
             print(f"written: {args.out}")
     except (OSError, ValueError) as exc:
         print(f"speecheq human-check {args.command}: error: {exc}", file=sys.stderr)
-        return 1
+        return exit_status(exc)
     return 0

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import speecheq_metric
+from speecheq_dataset.files import USER_MISTAKES
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         token = None if args.dry_run else hub_token()  # up front: nothing is written without a way to upload it
         files = assemble_space(args.out_dir, args.repo_id, overwrite=args.overwrite)
         result = check_space(args.out_dir, args.repo_id)
-    except ValueError as err:
+    except USER_MISTAKES as err:
         print(f"speecheq metric {args.command}: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     logger.info("assembled %d files in %s; module loads and scores the example: %s", len(files), args.out_dir, result)

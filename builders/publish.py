@@ -19,6 +19,7 @@ from dataclasses import field
 from pathlib import Path
 
 from speecheq_dataset.acoustics import CONTRAST_V1
+from speecheq_dataset.files import exit_status
 
 from .audit import DEFAULT_BOUND
 from .audit import audit_markdown
@@ -131,5 +132,5 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {f.path_in_repo}")
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"speecheq publish: error: {exc}", file=sys.stderr)
-        return 1
+        return exit_status(exc)
     return 0

@@ -18,6 +18,7 @@ import numpy as np
 from speecheq_dataset.acoustics import CONTRAST_V1
 from speecheq_dataset.acoustics import ContrastConstants
 from speecheq_dataset.acoustics import ContrastResult
+from speecheq_dataset.files import exit_status
 from speecheq_dataset.acoustics import contrast_score
 
 from .audit import AuditPair
@@ -117,5 +118,5 @@ def main(argv: list[str] | None = None) -> int:
             print(f"written: {target}")
     except (OSError, ValueError) as exc:
         print(f"speecheq validate: error: {exc}", file=sys.stderr)
-        return 1
+        return exit_status(exc)
     return 0

@@ -324,6 +324,13 @@ def respond(config: RespondConfig, *, model=None, dataset=None, vad=None, labell
     is_main = accelerator.is_main_process
     run_dir = Path(config.output_dir)
     template = load_respond_template(config.prompt_file)
+    # The data and the run folder are checked before any weights load, so a mistake there costs seconds.
+    if dataset is None:
+        dataset = runner.load_checked_dataset(config)
+    # As in the runner: the whole dataset's fingerprint, before --limit, so a larger limit extends a run.
+    fingerprint = dataset_fingerprint(dataset)
+    dataset = runner.first_rows(dataset, config.limit)
+    runner.prepare_run_dir(run_dir, identity(config, fingerprint, template), config.overwrite, is_main, (REPLIES_DIR, TRAJECTORIES_DIR))
     if model is None:
         model = build_responder(config.model, **config.model_args)
     if vad is None:
@@ -332,12 +339,6 @@ def respond(config: RespondConfig, *, model=None, dataset=None, vad=None, labell
         from eval_scripts.components.emotion_labels import EmotionLabeller
 
         labeller = EmotionLabeller(config.emotion_classifier, seed=config.seed)
-    if dataset is None:
-        dataset = runner.load_checked_dataset(config)
-    # As in the runner: the whole dataset's fingerprint, before --limit, so a larger limit extends a run.
-    fingerprint = dataset_fingerprint(dataset)
-    dataset = runner.first_rows(dataset, config.limit)
-    runner.prepare_run_dir(run_dir, identity(config, fingerprint, template), config.overwrite, is_main, (REPLIES_DIR, TRAJECTORIES_DIR))
     accelerator.wait_for_everyone()
 
     ids = [str(i) for i in dataset["id"]]

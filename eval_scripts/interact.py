@@ -23,7 +23,8 @@ from eval_scripts.cli_common import start_cli  # noqa: E402
 from eval_scripts.cli_common import track_parser  # noqa: E402
 from eval_scripts.cli_common import with_weight_flags  # noqa: E402
 from eval_scripts.interactive.track import InteractConfig  # noqa: E402
-from eval_scripts.run import one_line  # noqa: E402
+from speecheq_dataset.files import USER_MISTAKES  # noqa: E402
+from speecheq_dataset.files import one_line  # noqa: E402
 from eval_scripts.run import parse_model_args  # noqa: E402
 
 
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = config_from_args(args)
         results = interact(config, progress=not args.no_progress, command=command)
-    except (ValueError, FileNotFoundError, ImportError) as exc:
+    except USER_MISTAKES as exc:
         print(f"speecheq interact: error: {one_line(exc)}", file=sys.stderr)
         return 2
     m = results["metrics"] if results else None

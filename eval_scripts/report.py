@@ -43,6 +43,7 @@ except ImportError:
 from eval_scripts import report_figures  # noqa: E402
 from eval_scripts.report_figures import KIND_MARK  # noqa: E402
 from eval_scripts.report_figures import SeqBar  # noqa: E402
+from speecheq_dataset.files import USER_MISTAKES  # noqa: E402
 from eval_scripts.runner import RunConfig  # noqa: E402
 from eval_scripts.runner import setting_deviations  # noqa: E402
 
@@ -504,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = build_report(args.run_dirs, args.output_dir, reference_file=args.reference_cohort,
                               freeze_file=args.freeze_cohort, heatmap_metric=args.heatmap_metric, overwrite=args.overwrite)
-    except (FileNotFoundError, ValueError) as exc:
+    except USER_MISTAKES as exc:
         print(f"speecheq report: error: {exc}", file=sys.stderr)
         return 2
     print((Path(args.output_dir) / "leaderboard.md").read_text())

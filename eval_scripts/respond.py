@@ -27,6 +27,8 @@ from eval_scripts.cli_common import with_weight_flags  # noqa: E402
 from eval_scripts.generative import DTW_BACKENDS  # noqa: E402
 from eval_scripts.generative import RespondConfig  # noqa: E402
 from eval_scripts.run import parse_model_args  # noqa: E402
+from speecheq_dataset.files import USER_MISTAKES  # noqa: E402
+from speecheq_dataset.files import one_line  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,11 +67,11 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     start_cli("speecheq respond", argv)
-    config = config_from_args(args)
     try:
+        config = config_from_args(args)
         results = respond(config, progress=not args.no_progress)
-    except ValueError as exc:
-        print(f"speecheq respond: error: {exc}", file=sys.stderr)
+    except USER_MISTAKES as exc:
+        print(f"speecheq respond: error: {one_line(exc)}", file=sys.stderr)
         return 2
     m = results["metrics"] if results else None
     shown = {k: m[k] for k in ("ecs", "ebs", "ess", "ers", "ct_ecs", "ct_ebs", "ct_ess", "ct_ers")} if m else {}

@@ -26,6 +26,8 @@ from eval_scripts import protocol  # noqa: E402
 from eval_scripts.batching import parse_batch_size  # noqa: E402
 from eval_scripts.runner import RunConfig  # noqa: E402
 from eval_scripts.scoring import FLAT_KEYS  # noqa: E402
+from speecheq_dataset.files import USER_MISTAKES  # noqa: E402
+from speecheq_dataset.files import one_line  # noqa: E402
 
 logger = logging.getLogger("eval_scripts.run")
 
@@ -138,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         config = config_from_args(args)
         loggers = result_loggers(args)
         results = run(config, progress=not args.no_progress, command=command)
-    except (ValueError, FileNotFoundError, NotADirectoryError, ImportError) as exc:
+    except USER_MISTAKES as exc:
         print(f"speecheq eval: error: {one_line(exc)}", file=sys.stderr)
         return 2
     if results is None:  # not the main process
@@ -157,12 +159,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(results['failed_dialogues'])} dialogue(s) failed; see results.json failed_dialogues", file=sys.stderr)
     print(f"wrote {Path(config.output_dir) / 'results.json'} and samples.jsonl")
     return 0
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one line: its message's first line (the rest of a library's message is noise here)."""
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 def result_loggers(args: argparse.Namespace) -> list:

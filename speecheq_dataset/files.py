@@ -93,3 +93,21 @@ def describe_write_error(exc: BaseException, fallback_path: Path | str | None = 
                 return f"{reason}: {fallback_path}" if fallback_path else reason
         current = current.__cause__ or current.__context__
     return None
+
+
+# Exceptions that mean the command was given something wrong (a path, a value, a folder it must not write over):
+# exit status 2, as argparse uses for its own usage errors. A failure while working (a full disk, the network,
+# a faulty dialogue under --strict) exits 1.
+USER_MISTAKES: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError,
+                                                  FileExistsError, ImportError)
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its message's first line (the rest of a library's message is noise on a terminal)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def exit_status(exc: BaseException) -> int:
+    """2 for a user mistake (USER_MISTAKES), 1 for any other failure."""
+    return 2 if isinstance(exc, USER_MISTAKES) else 1

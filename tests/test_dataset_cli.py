@@ -43,7 +43,7 @@ def test_build_never_deletes_a_folder_that_only_looks_like_an_export(small_raw, 
     (target / "data" / "important.csv").write_text("a,b")
     for extra in ([], ["--overwrite"]):
         status, _, err = run_cli(["build", str(small_raw), str(target), *extra], capsys)
-        assert status == 1
+        assert status == 2
         assert "did not write (README.md, data/important.csv)" in one_line_error(err, "build")
     assert (target / "README.md").read_text() == "notes" and (target / "data" / "important.csv").read_text() == "a,b"
 
@@ -56,7 +56,7 @@ def test_build_refuses_a_raw_folder_inside_the_destination(small_raw, tmp_path, 
     (tmp_path / "P2" / "README.md").write_text("x")
     before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "P2").rglob("*"))
     status, _, err = run_cli(["build", str(tmp_path / "P2" / "data"), str(tmp_path / "P2"), "--overwrite"], capsys)
-    assert status == 1 and "contains the source folder" in one_line_error(err, "build")
+    assert status == 2 and "contains the source folder" in one_line_error(err, "build")
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "P2").rglob("*")) == before
 
 
@@ -67,7 +67,7 @@ def test_replacing_an_export_needs_overwrite(small_raw, tmp_path, capsys):
     shard = next((out / "data").glob("*.parquet"))
     stamp = shard.stat().st_mtime_ns
     status, _, err = run_cli(["build", str(small_raw), str(out)], capsys)
-    assert status == 1 and "pass --overwrite" in one_line_error(err, "build")
+    assert status == 2 and "pass --overwrite" in one_line_error(err, "build")
     assert shard.stat().st_mtime_ns == stamp
     assert run_cli(["build", str(small_raw), str(out), "--overwrite"], capsys)[0] == 0
 
@@ -77,7 +77,7 @@ def test_sample_refuses_to_replace_an_existing_export_without_overwrite(small_ra
     out = tmp_path / "real"
     assert run_cli(["build", str(small_raw), str(out)], capsys)[0] == 0
     status, _, err = run_cli(["sample", str(out)], capsys)
-    assert status == 1 and "pass --overwrite" in one_line_error(err, "sample")
+    assert status == 2 and "pass --overwrite" in one_line_error(err, "sample")
     assert "2 dialogues" in (out / "README.md").read_text()
 
 

@@ -90,7 +90,7 @@ def test_the_command_line_runs_the_same_pipeline(tmp_path, capsys):
     assert main(args) == 0  # resumed: nothing left to do
     assert "already done    1" in capsys.readouterr().out
     other_seed = [a if a != "0" else "1" for a in args]  # same folder, another plan: refused rather than mixed
-    assert main(other_seed) == 1 and "holds a generation with other settings" in capsys.readouterr().err
+    assert main(other_seed) == 2 and "holds a generation with other settings" in capsys.readouterr().err
 
 
 def test_a_folder_generate_did_not_make_is_refused_and_left_as_it_was(tmp_path, capsys):
@@ -100,7 +100,7 @@ def test_a_folder_generate_did_not_make_is_refused_and_left_as_it_was(tmp_path, 
     (tmp_path / "notes" / "thesis.tex").write_text("mine")
     (tmp_path / "notes" / "interpersonal_empathy").mkdir()  # even one that looks like a subscale folder
     args = ["generate", str(tmp_path / "notes"), "--llm", "scripted", "--tts", "espeak", "--per-cell", "1", "--subscales", "interpersonal_empathy"]
-    assert main(args) == 1
+    assert main(args) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "is not empty (interpersonal_empathy, thesis.tex)" in error[0] and "pick a new or empty folder" in error[0]
     assert sorted(p.name for p in (tmp_path / "notes").iterdir()) == ["interpersonal_empathy", "thesis.tex"]

@@ -39,7 +39,7 @@ def test_stratified_sheet_from_the_real_data(real_raw_dir, tmp_path):
     assert len(rows) == 30 and all(sum(r["subscale"] == s for r in rows) == 2 for s in {r["subscale"] for r in rows})
     assert all(r[c] == "" for r in rows for c in CRITERIA) and rows[0]["turn4_clip_high"].endswith("04.mp3")
     sheet.write_text("an annotator's marks")  # exporting again must not wipe a filled sheet
-    assert human_main(["export", str(real_raw_dir), str(sheet)]) == 1 and sheet.read_text() == "an annotator's marks"
+    assert human_main(["export", str(real_raw_dir), str(sheet)]) == 2 and sheet.read_text() == "an annotator's marks"
     assert human_main(["export", str(real_raw_dir), str(sheet), "--per-subscale", "1", "--overwrite"]) == 0
     assert len(list(csv.DictReader(sheet.open()))) == 15
 
@@ -103,7 +103,7 @@ def test_a_sheet_with_a_blank_criterion_fails_by_row_and_column(small_generated,
     raw, _ = small_generated
     sheet = tmp_path / "sheet.csv"
     human_main(["export", str(raw), str(sheet)])
-    assert human_main(["import", str(sheet), str(sheet), "--out", str(tmp_path / "x.json")]) == 1
+    assert human_main(["import", str(sheet), str(sheet), "--out", str(tmp_path / "x.json")]) == 2
     assert "line 2: text_quality is ''; write 1 (pass) or 0 (fail)" in capsys.readouterr().err
 
 
@@ -111,5 +111,5 @@ def test_a_sheet_with_a_blank_criterion_fails_by_row_and_column(small_generated,
 def test_publish_refuses_a_set_over_the_bound(real_raw_dir, real_features_file, tmp_path, capsys):
     # The authors' data leaks the label: publishing it as a balanced set is refused unless asked for.
     code = publish_main([str(real_raw_dir), str(tmp_path / "export"), "--repo-id", "a/b", "--cache", str(real_features_file)])
-    assert code == 1 and "exceeds the 60% bound" in capsys.readouterr().err
+    assert code == 2 and "exceeds the 60% bound" in capsys.readouterr().err
     assert not (tmp_path / "export").exists()

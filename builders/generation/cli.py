@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 
+from speecheq_dataset.files import exit_status
 from speecheq_dataset.taxonomy import VALENCES
 from speecheq_dataset.tts_backends import TTS_BACKENDS
 
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = run_pipeline(config)
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"speecheq generate: error: {exc}", file=sys.stderr)
-        return 1
+        return exit_status(exc)
     print(summary.text())
     print(f"\nnext: speecheq dataset build {args.out_dir} EXPORT_DIR")
     return 1 if args.fail_over_bound and not summary.audit_ok else 0

@@ -17,7 +17,8 @@ from eval_scripts.cli_common import start_cli
 from eval_scripts.cli_common import track_parser
 from eval_scripts.multibench.run import MultibenchConfig
 from eval_scripts.multibench.tasks import TASKS
-from eval_scripts.run import one_line
+from speecheq_dataset.files import USER_MISTAKES
+from speecheq_dataset.files import one_line
 from eval_scripts.run import parse_model_args
 
 
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         config = config_from_args(args)
         results = run_task(config, progress=not args.no_progress, command=command)
-    except (ValueError, FileNotFoundError, ImportError) as exc:
+    except USER_MISTAKES as exc:
         print(f"speecheq multibench: error: {one_line(exc)}", file=sys.stderr)
         return 2
     return finish_cli("speecheq multibench", results, config.output_dir, summary=(args.task, results["metrics"] if results else None),
