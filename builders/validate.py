@@ -18,8 +18,8 @@ import numpy as np
 from speecheq_dataset.acoustics import CONTRAST_V1
 from speecheq_dataset.acoustics import ContrastConstants
 from speecheq_dataset.acoustics import ContrastResult
-from speecheq_dataset.files import exit_status
 from speecheq_dataset.acoustics import contrast_score
+from speecheq_dataset.files import exit_status
 
 from .audit import AuditPair
 from .tables import write_csv
