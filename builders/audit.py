@@ -27,6 +27,7 @@ from speecheq_dataset.delivery_rules import first_larger
 from speecheq_dataset.delivery_rules import picks_first
 from speecheq_dataset.files import exit_status
 
+from .tables import check_replaceable
 from .tables import write_csv
 
 logger = logging.getLogger(__name__)
@@ -112,8 +113,11 @@ def audit_markdown(rows: list[AuditRow], *, title: str = "", reference: list[Aud
     return "\n".join(lines)
 
 
+AUDIT_COLUMNS = ["rule", "pair_accuracy", "traj_accuracy", "n_pairs", "n_dialogues", "undecided"]
+
+
 def write_audit_csv(rows: list[AuditRow], path: Path | str) -> None:
-    write_csv(path, ["rule", "pair_accuracy", "traj_accuracy", "n_pairs", "n_dialogues", "undecided"],
+    write_csv(path, AUDIT_COLUMNS,
               ([r.rule, f"{r.pair_accuracy:.4f}", f"{r.traj_accuracy:.4f}", r.n_pairs, r.n_dialogues, r.undecided] for r in rows))
 
 
@@ -186,11 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     from .features import default_cache_path
 
     try:
+        check_replaceable(args.report, AUDIT_COLUMNS)  # before the work, not after it
         rows = audit_table(load_pairs(args.data, FeatureCache(args.cache or default_cache_path())))
+        write_audit_csv(rows, args.report)
     except (OSError, ValueError) as exc:
         print(f"speecheq audit: error: {exc}", file=sys.stderr)
         return exit_status(exc)
-    write_audit_csv(rows, args.report)
     print(audit_markdown(rows, bound=args.bound))
     print(f"\nwritten: {args.report}")
     return 1 if args.fail_over_bound and not passes_bound(rows, args.bound) else 0

@@ -203,6 +203,12 @@ def main(argv: list[str] | None = None) -> int:
             for c in CRITERIA:
                 print(f"  {c}: {CRITERIA_HELP[c]}")
         else:
+            if Path(args.out).exists():  # replace only an earlier exclusions file, never something else at that path
+                try:
+                    load_exclusions(args.out)
+                except (OSError, ValueError, UnicodeDecodeError) as exc:
+                    raise ValueError(f"--out {args.out} exists and is not an exclusions file; it is left as it is: "
+                                     "choose another path") from exc
             check = compare(read_sheet(args.sheet_a), read_sheet(args.sheet_b))
             payload = {"n_dialogues": check.n_dialogues, "pass_rates": check.pass_rates,
                        "kappa": {k: (None if math.isnan(v) else v) for k, v in check.kappa.items()}, "excluded": check.excluded}

@@ -102,8 +102,11 @@ def oracle_summary(results: list[OracleResult]) -> dict:
     }
 
 
+ORACLE_COLUMNS = ["dataset_id", "subscale", "turn4_correct", "turn6_correct", "flagged", "error"]
+
+
 def write_oracle_csv(results: list[OracleResult], path: Path | str) -> None:
-    write_csv(path, ["dataset_id", "subscale", "turn4_correct", "turn6_correct", "flagged", "error"],
+    write_csv(path, ORACLE_COLUMNS,
               ([r.dataset_id, r.subscale, r.correct[4], r.correct[6], r.flagged, r.error or ""] for r in results))
 
 

@@ -22,6 +22,7 @@ from speecheq_dataset.acoustics import contrast_score
 from speecheq_dataset.files import exit_status
 
 from .audit import AuditPair
+from .tables import check_replaceable
 from .tables import write_csv
 
 logger = logging.getLogger(__name__)
@@ -70,9 +71,12 @@ def _csv_row(r: PairContrast) -> list:
     return [r.dataset_id, r.subscale, r.turn, f"{r.result.score:.4f}", r.result.passed, r.result.version, *gaps, *points]
 
 
+CONTRAST_COLUMNS = ["dataset_id", "subscale", "turn", "contrast_score", "passed", "version", *(f"gap_{g}" for g in GAP_NAMES),
+                    *(f"points_{g}" for g in GAP_NAMES)]
+
+
 def write_contrast_csv(rows: list[PairContrast], path: Path | str) -> None:
-    write_csv(path, ["dataset_id", "subscale", "turn", "contrast_score", "passed", "version", *(f"gap_{g}" for g in GAP_NAMES),
-                     *(f"points_{g}" for g in GAP_NAMES)], (_csv_row(r) for r in rows))
+    write_csv(path, CONTRAST_COLUMNS, (_csv_row(r) for r in rows))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     from .features import default_cache_path
 
     try:
+        check_replaceable(args.report, CONTRAST_COLUMNS)  # before the work, not after it
         rows = pair_contrasts(load_pairs(args.raw_dir, FeatureCache(args.cache or default_cache_path())))
         write_contrast_csv(rows, args.report)
         print(distribution_text(distribution([r.result.score for r in rows])))

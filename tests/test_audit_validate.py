@@ -113,4 +113,23 @@ def test_audit_and_validate_commands_write_their_csvs(small_generated, tmp_path,
     assert "oracle (scripted): accuracy 1.000 over 6 dialogues" in out
     assert (tmp_path / "contrast-oracle.csv").is_file()
     assert len(FeatureCache(cache)) == 36  # every measured clip cached once, by hash
+    # a second run replaces its own earlier reports (same header), and only those
+    assert audit_main([str(raw), "--report", str(tmp_path / "audit.csv"), "--cache", cache]) == 0
+    assert validate_main([str(raw), "--report", str(tmp_path / "contrast.csv"), "--cache", cache]) == 0
+
+
+@pytest.mark.parametrize("command", [audit_main, validate_main], ids=["audit", "validate"])
+def test_a_report_path_holding_something_else_is_refused_before_any_work(command, tmp_path, capsys, monkeypatch):
+    from builders import audit
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the data was read before the report path was checked")
+
+    monkeypatch.setattr(audit, "load_pairs", no_work)
+    mine = tmp_path / "results.csv"
+    mine.write_text("participant,score\n1,0.5\n")
+    assert command([str(tmp_path), "--report", str(mine)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "exists and is not a report of this kind" in error[0]
+    assert mine.read_text() == "participant,score\n1,0.5\n"
 

@@ -105,6 +105,10 @@ def test_a_sheet_with_a_blank_criterion_fails_by_row_and_column(small_generated,
     human_main(["export", str(raw), str(sheet)])
     assert human_main(["import", str(sheet), str(sheet), "--out", str(tmp_path / "x.json")]) == 2
     assert "line 2: text_quality is ''; write 1 (pass) or 0 (fail)" in capsys.readouterr().err
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"my": "notes"}')  # --out never replaces what is not an exclusions file
+    assert human_main(["import", str(sheet), str(sheet), "--out", str(notes)]) == 2 and notes.read_text() == '{"my": "notes"}'
+    assert "exists and is not an exclusions file" in capsys.readouterr().err
 
 
 @pytest.mark.slow
