@@ -42,6 +42,9 @@ except ImportError:
 
 import numpy as np  # noqa: E402
 
+from speecheq_dataset.files import USER_MISTAKES  # noqa: E402
+from speecheq_dataset.files import one_line  # noqa: E402
+
 logger = logging.getLogger("eval_scripts.train_cser")
 
 LABEL_COLUMNS = ("valence", "arousal", "dominance")
@@ -235,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="train_cser", description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--data", required=True, help="corpus table (CSV or parquet) in the documented layout")
     p.add_argument("--output-dir", required=True, help="where the trained model, its feature extractor and training_log.json go")
+    p.add_argument("--overwrite", action="store_true", help="replace the files of a model saved earlier in --output-dir")
     p.add_argument("--init", default="new", help="new (a fresh head on --encoder), tiny-random, or a saved CSER folder to continue")
     p.add_argument("--encoder", default=DEFAULT_ENCODER, help="speech encoder of a new model (Hub id or folder)")
     p.add_argument("--lstm-hidden-size", type=int, default=None, help="BiLSTM width of a new model (default 512; tiny-random: 16)")
@@ -248,17 +252,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    """Mistakes found before any training: bad counts, or an output folder that already holds something."""
+    if args.max_steps < 1 or args.batch_size < 1:
+        raise ValueError(f"--max-steps and --batch-size must be >= 1, got {args.max_steps} and {args.batch_size}")
+    out = Path(args.output_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--output-dir {out} is a file")
+    if out.is_dir() and any(out.iterdir()) and not args.overwrite:  # checked now, not after hours of training
+        raise ValueError(f"--output-dir {out} is not empty; pass --overwrite to replace a model saved there, or choose a new folder")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    if args.max_steps < 1 or args.batch_size < 1:
-        print("train_cser: --max-steps and --batch-size must be >= 1", file=sys.stderr)
-        return 2
     try:
+        check_arguments(args)
         log = train(args)
-    except ValueError as exc:
-        print(f"train_cser: error: {exc}", file=sys.stderr)
+    except USER_MISTAKES as exc:
+        print(f"train_cser: error: {one_line(exc)}", file=sys.stderr)
         return 2
     losses = [s["loss"] for s in log["steps"]]
     print(f"trained {len(losses)} steps: CCC loss {np.mean(losses[:5]):.4f} (first 5) -> {np.mean(losses[-5:]):.4f} (last 5); "

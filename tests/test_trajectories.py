@@ -187,6 +187,12 @@ def test_training_the_cser_lowers_the_ccc_loss_and_the_result_saves_and_loads(tm
     assert len(log["steps"]) == 30 and log["dropped_rows"] == 0
     tracks = CserVad(str(out)).trajectories([np.zeros(SR * 2, dtype=np.float32) + 0.01])
     assert len(tracks[0]) == 2
+    # the folder now holds a model: training into it again needs --overwrite, and is refused before any step
+    saved = (out / "training_log.json").read_bytes()
+    assert train_main(["--data", str(table), "--output-dir", str(out), "--init", "tiny-random", "--max-steps", "1"]) == 2
+    assert (out / "training_log.json").read_bytes() == saved
+    assert train_main(["--data", str(table), "--output-dir", str(out), "--init", "tiny-random", "--max-steps", "1", "--overwrite"]) == 0
+    assert len(json.loads((out / "training_log.json").read_text())["steps"]) == 1
 
 
 def test_ccc_is_one_for_identical_series_and_penalises_bias_and_scale():
